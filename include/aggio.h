@@ -1,0 +1,154 @@
+/*
+ * aggio.h - the public interface of libaggio, a collective parallel I/O
+ * library for MPI applications writing one shared file from many ranks.
+ *
+ * The API mirrors MPI-IO: every aggio_file_* function takes the same
+ * parameters in the same order as the MPI_File_* function it is named after,
+ * so porting an application is a rename.  Functions return AGGIO_SUCCESS (0)
+ * or a negative AGGIO_ERR_* code instead of an MPI error class.
+ *
+ * Collective functions agree on their outcome: if any rank fails, every rank
+ * returns an error code (the failing rank's code) and aggio_error_message()
+ * on each rank says what happened and where.
+ */
+#ifndef AGGIO_H
+#define AGGIO_H
+
+#include <mpi.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define AGGIO_VERSION_MAJOR 0
+#define AGGIO_VERSION_MINOR 1
+#define AGGIO_VERSION_PATCH 0
+
+#if defined(_WIN32) || !defined(__GNUC__)
+#define AGGIO_API
+#else
+#define AGGIO_API __attribute__((visibility("default")))
+#endif
+
+/*
+ * The error list: the single source of truth for codes and their messages.
+ * X(NAME, value, "message")
+ */
+#define AGGIO_ERRNO_MAP(X)                                                        \
+  X(ARG, -1, "invalid argument")                                                  \
+  X(BAD_FILE, -2, "invalid file handle")                                          \
+  X(AMODE, -3, "invalid or contradictory access mode")                            \
+  X(NO_SUCH_FILE, -4, "file does not exist")                                      \
+  X(FILE_EXISTS, -5, "file exists and MPI_MODE_EXCL was given")                   \
+  X(ACCESS, -6, "permission denied")                                              \
+  X(NO_SPACE, -7, "no space left on device or quota exceeded")                    \
+  X(IO, -8, "input/output error")                                                 \
+  X(OVERFLOW, -9, "size overflow: count times datatype size is too large")        \
+  X(OFFSET, -10, "invalid (negative) offset")                                     \
+  X(TYPE, -11, "invalid or unsupported datatype or file view")                    \
+  X(NOMEM, -12, "out of memory")                                                  \
+  X(HINT_MISMATCH, -13, "hint values differ between ranks")                       \
+  X(MPI, -14, "an MPI call failed")                                               \
+  X(READ_ONLY, -15, "operation not permitted by the file's access mode")          \
+  X(UNSUPPORTED, -16, "operation or data representation not supported")          \
+  X(NOT_SAME, -17, "collective arguments that must match differ between ranks")   \
+  X(FILE_IN_USE, -18, "file is in use or busy")                                   \
+  X(NAME, -19, "invalid file name")
+
+enum {
+  AGGIO_SUCCESS = 0,
+#define AGGIO__ERR_ENUM(name, value, msg) AGGIO_ERR_##name = value,
+  AGGIO_ERRNO_MAP(AGGIO__ERR_ENUM)
+#undef AGGIO__ERR_ENUM
+  AGGIO_ERR_LAST = -20
+};
+
+/* Opaque file handle. */
+typedef struct aggio_file_s *aggio_file;
+#define AGGIO_FILE_NULL ((aggio_file)0)
+
+/* ---- files ---------------------------------------------------------------- */
+
+/* Collective over comm.  amode takes MPI_MODE_* flags. */
+AGGIO_API int aggio_file_open(MPI_Comm comm, const char *filename, int amode,
+                              MPI_Info info, aggio_file *fh);
+/* Collective; sets *fh to AGGIO_FILE_NULL.  Writes the trace and prints the
+ * statistics/timers when those are enabled. */
+AGGIO_API int aggio_file_close(aggio_file *fh);
+/* Collective.  Removes filename (like MPI_File_delete, not collective). */
+AGGIO_API int aggio_file_delete(const char *filename, MPI_Info info);
+
+/* Collective.  datarep must be "native". */
+AGGIO_API int aggio_file_set_view(aggio_file fh, MPI_Offset disp,
+                                  MPI_Datatype etype, MPI_Datatype filetype,
+                                  const char *datarep, MPI_Info info);
+AGGIO_API int aggio_file_get_view(aggio_file fh, MPI_Offset *disp,
+                                  MPI_Datatype *etype, MPI_Datatype *filetype,
+                                  char *datarep);
+
+/* ---- data access: explicit offsets (in etypes of the view) ------------------ */
+
+AGGIO_API int aggio_file_write_at(aggio_file fh, MPI_Offset offset,
+                                  const void *buf, int count,
+                                  MPI_Datatype datatype, MPI_Status *status);
+AGGIO_API int aggio_file_read_at(aggio_file fh, MPI_Offset offset, void *buf,
+                                 int count, MPI_Datatype datatype,
+                                 MPI_Status *status);
+AGGIO_API int aggio_file_write_at_all(aggio_file fh, MPI_Offset offset,
+                                      const void *buf, int count,
+                                      MPI_Datatype datatype,
+                                      MPI_Status *status);
+AGGIO_API int aggio_file_read_at_all(aggio_file fh, MPI_Offset offset,
+                                     void *buf, int count,
+                                     MPI_Datatype datatype, MPI_Status *status);
+
+/* ---- data access: individual file pointer --------------------------------- */
+
+AGGIO_API int aggio_file_write(aggio_file fh, const void *buf, int count,
+                               MPI_Datatype datatype, MPI_Status *status);
+AGGIO_API int aggio_file_read(aggio_file fh, void *buf, int count,
+                              MPI_Datatype datatype, MPI_Status *status);
+AGGIO_API int aggio_file_write_all(aggio_file fh, const void *buf, int count,
+                                   MPI_Datatype datatype, MPI_Status *status);
+AGGIO_API int aggio_file_read_all(aggio_file fh, void *buf, int count,
+                                  MPI_Datatype datatype, MPI_Status *status);
+/* whence: MPI_SEEK_SET, MPI_SEEK_CUR, MPI_SEEK_END; offset in etypes. */
+AGGIO_API int aggio_file_seek(aggio_file fh, MPI_Offset offset, int whence);
+AGGIO_API int aggio_file_get_position(aggio_file fh, MPI_Offset *offset);
+/* Byte displacement in the file of a view-relative offset (in etypes). */
+AGGIO_API int aggio_file_get_byte_offset(aggio_file fh, MPI_Offset offset,
+                                         MPI_Offset *disp);
+
+/* ---- file manipulation ---------------------------------------------------- */
+
+AGGIO_API int aggio_file_get_size(aggio_file fh, MPI_Offset *size);
+/* Collective; size must be the same on all ranks. */
+AGGIO_API int aggio_file_set_size(aggio_file fh, MPI_Offset size);
+/* Collective; flushes data to the storage device. */
+AGGIO_API int aggio_file_sync(aggio_file fh);
+AGGIO_API int aggio_file_get_amode(aggio_file fh, int *amode);
+AGGIO_API int aggio_file_get_group(aggio_file fh, MPI_Group *group);
+
+/* ---- hints ---------------------------------------------------------------- */
+
+/* Collective. */
+AGGIO_API int aggio_file_set_info(aggio_file fh, MPI_Info info);
+/* Returns a new MPI_Info (free it with MPI_Info_free) holding every hint in
+ * effect, including those the file system could not honour (their value then
+ * starts with "ignored:"). */
+AGGIO_API int aggio_file_get_info(aggio_file fh, MPI_Info *info_used);
+
+/* ---- errors --------------------------------------------------------------- */
+
+/* Short, static text for an AGGIO_* code. */
+AGGIO_API const char *aggio_strerror(int code);
+/* The detailed message of the calling thread's last failed aggio call
+ * ("" if none), e.g. "rank 3: open(/x/y): Permission denied".  Valid until
+ * the next aggio call on this thread. */
+AGGIO_API const char *aggio_error_message(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* AGGIO_H */

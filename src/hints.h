@@ -1,0 +1,142 @@
+/*
+ * hints.h - the hint list (single source of truth), the struct holding the
+ * hints in effect for one file, and MPI-free parsing of hint strings:
+ * values, AGGIO_HINTS (Cray MPICH_MPIIO_HINTS syntax) and hints files
+ * (ROMIO_HINTS syntax).
+ *
+ * Precedence, lowest to highest: built-in defaults < AGGIO_HINTS_FILE <
+ * MPI_Info passed by the program < AGGIO_HINTS environment variable
+ * (so that a user can override a program's hints without recompiling,
+ * as with Cray's MPICH_MPIIO_HINTS).
+ */
+#ifndef AGGIO_HINTS_H
+#define AGGIO_HINTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Kinds of hint values. */
+enum aggio__hint_kind {
+  AGGIO_HK_TRISTATE, /* enable | disable | automatic (also: auto, true, false) */
+  AGGIO_HK_BOOL,     /* true | false (also: enable, disable, 1, 0, yes, no) */
+  AGGIO_HK_INT,      /* non-negative integer */
+  AGGIO_HK_SIZE,     /* non-negative byte count; suffixes k, m, g (binary) */
+  AGGIO_HK_STRING,   /* free text (validated by the user of the hint) */
+  AGGIO_HK_STRATEGY  /* auto | independent | two_phase */
+};
+
+enum aggio__tristate { AGGIO_DISABLE = 0, AGGIO_ENABLE = 1, AGGIO_AUTOMATIC = 2 };
+
+/*
+ * X(field, "key", kind, "default", must_match, "description")
+ * must_match: ranks must pass the same value (checked collectively at open
+ * and set_info); differing values are an error on every rank.
+ */
+#define AGGIO_HINT_LIST(X)                                                                   \
+  X(cb_write, "romio_cb_write", AGGIO_HK_TRISTATE, "automatic", 1,                           \
+    "collective buffering for collective writes")                                            \
+  X(cb_read, "romio_cb_read", AGGIO_HK_TRISTATE, "automatic", 1,                             \
+    "collective buffering for collective reads")                                             \
+  X(cb_nodes, "cb_nodes", AGGIO_HK_INT, "0", 1,                                              \
+    "maximum number of aggregators (0: as many as cb_config_list gives)")                    \
+  X(cb_buffer_size, "cb_buffer_size", AGGIO_HK_SIZE, "16777216", 1,                          \
+    "bytes each aggregator moves per round")                                                 \
+  X(cb_config_list, "cb_config_list", AGGIO_HK_STRING, "*:1", 1,                             \
+    "aggregators per node, ROMIO syntax host:count,...")                                     \
+  X(striping_unit, "striping_unit", AGGIO_HK_SIZE, "0", 1,                                   \
+    "stripe size; file domains align to it (0: file system block)")                          \
+  X(striping_factor, "striping_factor", AGGIO_HK_INT, "0", 1,                                \
+    "stripe count (only where the file system stripes)")                                     \
+  X(no_indep_rw, "romio_no_indep_rw", AGGIO_HK_BOOL, "false", 1,                             \
+    "promise of collective I/O only: non-aggregators never open the file")                   \
+  X(ds_write, "romio_ds_write", AGGIO_HK_TRISTATE, "automatic", 1,                           \
+    "read-modify-write (data sieving) over holes in writes")                                 \
+  X(ds_read, "romio_ds_read", AGGIO_HK_TRISTATE, "automatic", 1,                             \
+    "read whole ranges over holes (data sieving) in reads")                                  \
+  X(strategy, "aggio_strategy", AGGIO_HK_STRATEGY, "auto", 1,                                \
+    "aggregation strategy: auto, independent, two_phase")                                    \
+  X(direct_io, "aggio_direct_io", AGGIO_HK_TRISTATE, "automatic", 1,                         \
+    "O_DIRECT for large aligned writes: enable, disable, auto")                              \
+  X(emulate_nodes, "aggio_emulate_nodes", AGGIO_HK_INT, "0", 1,                              \
+    "split each node's ranks into N emulated nodes (0: real topology)")                      \
+  X(stats, "aggio_stats", AGGIO_HK_BOOL, "false", 0, "print statistics at close")           \
+  X(timers, "aggio_timers", AGGIO_HK_BOOL, "false", 0, "print phase timers at close")       \
+  X(placement_display, "aggio_aggregator_placement_display", AGGIO_HK_BOOL, "false", 0,      \
+    "print aggregator placement at open")                                                    \
+  X(trace, "aggio_trace", AGGIO_HK_STRING, "", 1, "write a per-operation trace to this path") \
+  X(trace_memory, "aggio_trace_memory", AGGIO_HK_SIZE, "67108864", 0,                        \
+    "trace buffer bytes per rank; records beyond it are counted as dropped")
+
+#define AGGIO_HINT_STRLEN 256
+
+struct aggio__hint_value {
+  int64_t num;                   /* parsed value for non-string kinds */
+  char str[AGGIO_HINT_STRLEN];   /* canonical text of the value */
+  int set;                       /* 0 default, else the source that set it */
+  char ignored[AGGIO_HINT_STRLEN]; /* non-empty: why it is not honoured */
+};
+
+struct aggio__hints {
+#define AGGIO__HINT_FIELD(field, key, kind, def, mm, doc) struct aggio__hint_value field;
+  AGGIO_HINT_LIST(AGGIO__HINT_FIELD)
+#undef AGGIO__HINT_FIELD
+};
+
+/* Where a hint came from (aggio__hint_value.set). */
+enum aggio__hint_source {
+  AGGIO_HS_DEFAULT = 0,
+  AGGIO_HS_FILE = 1,  /* AGGIO_HINTS_FILE */
+  AGGIO_HS_INFO = 2,  /* MPI_Info */
+  AGGIO_HS_ENV = 3    /* AGGIO_HINTS */
+};
+
+struct aggio__hint_desc {
+  const char *key;
+  enum aggio__hint_kind kind;
+  const char *def;
+  int must_match;
+  const char *doc;
+  size_t offset; /* offsetof the field in struct aggio__hints */
+};
+
+/* The table generated from AGGIO_HINT_LIST, and its length. */
+extern const struct aggio__hint_desc aggio__hint_table[];
+extern const size_t aggio__hint_count;
+
+void aggio__hints_defaults(struct aggio__hints *h);
+
+/* Looks up a key (exact, case-sensitive as in ROMIO); NULL if unknown. */
+const struct aggio__hint_desc *aggio__hint_find(const char *key);
+struct aggio__hint_value *aggio__hint_slot(struct aggio__hints *h,
+                                           const struct aggio__hint_desc *d);
+
+/* Parses `value` for a hint of `kind`.  Returns 0 and fills *num and the
+ * canonical text (size canon_len), or -1 with a reason in err. */
+int aggio__hint_parse_value(enum aggio__hint_kind kind, const char *value,
+                            int64_t *num, char *canon, size_t canon_len,
+                            char *err, size_t errlen);
+
+/* Sets one hint from `source`.  Returns 0 when applied; 1 when the key is
+ * not an aggio/ROMIO hint (the caller may pass it through); -1 when the
+ * value is malformed: the hint keeps its previous value and `warn` says why. */
+int aggio__hints_set(struct aggio__hints *h, const char *key, const char *value,
+                     enum aggio__hint_source source, char *warn, size_t warnlen);
+
+/* Callback for the two string formats: one key/value pair at a time. */
+typedef void (*aggio__hint_cb)(void *ctx, const char *key, const char *value);
+
+/* AGGIO_HINTS syntax (Cray MPICH_MPIIO_HINTS):
+ *   pattern:key=value:key=value,pattern2:key=value
+ * Each pattern is a shell glob (fnmatch) tested against the file path as
+ * given to open, and against its basename; pairs of every matching entry are
+ * reported in order.  Returns 0, or -1 with the first syntax error in err
+ * (well-formed entries are still reported). */
+int aggio__hints_parse_env(const char *spec, const char *path, aggio__hint_cb cb,
+                           void *ctx, char *err, size_t errlen);
+
+/* Hints file syntax (ROMIO_HINTS): one "key value" per line, '#' comments,
+ * blank lines ignored.  Returns 0, or -1 with the first bad line in err. */
+int aggio__hints_parse_file(const char *text, aggio__hint_cb cb, void *ctx,
+                            char *err, size_t errlen);
+
+#endif

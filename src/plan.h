@@ -1,0 +1,86 @@
+/*
+ * plan.h - MPI-free planning for collective buffering: aggregator selection
+ * from the node map and cb_config_list, file domains (ROMIO's even split,
+ * boundaries aligned to the stripe or file-system block), the round schedule
+ * of cb_buffer_size windows, and the coverage of a window by the pieces that
+ * ranks send, which decides between writing runs and read-modify-write.
+ */
+#ifndef AGGIO_PLAN_H
+#define AGGIO_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "extent.h"
+
+/* ---- aggregators ---------------------------------------------------------- */
+
+/* Chooses aggregator ranks.
+ *   node_of_rank[r] : node index of rank r (0 .. nnodes-1)
+ *   node_names[i]   : host name of node i (emulated nodes have their own)
+ *   config          : cb_config_list, e.g. "*:1", "*:4", "nid0001:2,*:1",
+ *                     "*:*" (all ranks of every node)
+ *   cb_nodes        : cap on the total (0: no cap)
+ * Within a node, aggregators are spread evenly over its ranks (lowest rank
+ * first); when cb_nodes caps the total, nodes take turns so the aggregators
+ * spread over as many nodes as possible.  Output sorted by rank.
+ * Returns the count (>= 1) in *naggr, or -1 with a message for a malformed
+ * list. aggr must hold nprocs entries. */
+int aggio__select_aggregators(int nprocs, const int *node_of_rank, int nnodes,
+                              const char *const *node_names, const char *config,
+                              int cb_nodes, int *aggr, int *naggr, char *err,
+                              size_t errlen);
+
+/* Splits ranks 0..n-1 of a node into k emulated nodes of consecutive local
+ * ranks (block distribution, sizes differ by at most one); returns the
+ * emulated-node index (0..k-1) of local rank i.  k <= 0 or k > n: k = n or 1. */
+int aggio__emulated_node(int i, int n, int k);
+
+/* ---- file domains --------------------------------------------------------- */
+
+/* Splits [gmin, gmax) into naggr contiguous domains [start[i], end[i]).
+ * Interior boundaries are multiples of `align` (when align > 0), so that no
+ * two aggregators share a stripe/block; some domains may then be empty
+ * (start == end).  Domains are as equal as the alignment allows. */
+void aggio__file_domains(int64_t gmin, int64_t gmax, int naggr, int64_t align,
+                         int64_t *start, int64_t *end);
+
+/* Index of the domain holding byte `off` (binary search; -1 if outside). */
+int aggio__domain_of(int64_t off, int naggr, const int64_t *start,
+                     const int64_t *end);
+
+/* ---- rounds --------------------------------------------------------------- */
+
+/* Number of rounds: max over domains of ceil(size / cb). */
+int64_t aggio__round_count(int naggr, const int64_t *start, const int64_t *end,
+                           int64_t cb);
+
+/* Window of domain [start, end) in round k: [*lo, *hi), empty when past end.
+ * Windows after the first start on multiples of cb from the domain's aligned
+ * start, so that they stay aligned when the domain is. */
+void aggio__round_window(int64_t start, int64_t end, int64_t cb, int64_t k,
+                         int64_t *lo, int64_t *hi);
+
+/* Appends to out the parts of `src` (sorted, non-overlapping) inside
+ * [lo, hi), starting the scan at *cursor and advancing it past ranges that
+ * end at or before hi (so successive windows scan each list once). */
+int aggio__clip(const struct aggio__extents *src, size_t *cursor, int64_t lo,
+                int64_t hi, struct aggio__extents *out);
+
+/* ---- coverage and read-modify-write --------------------------------------- */
+
+/* Merges k sorted lists of ranges into the sorted union of covered runs
+ * (touching/overlapping ranges merge).  Returns 0 or AGGIO_ERR_NOMEM. */
+int aggio__coverage(const struct aggio__extents *lists, int k,
+                    struct aggio__extents *runs);
+
+/* Decides how an aggregator writes a window [lo, hi) covered by `runs`:
+ * 1 = read the window, overlay, write it whole (read-modify-write);
+ * 0 = write each run.  ds is the romio_ds_write tristate (0 disable,
+ * 1 enable, 2 automatic).  Automatic chooses read-modify-write when the runs
+ * are many and small and the holes between them small: the cost model is
+ * seeks (runs) against extra bytes read and written (holes). */
+int aggio__rmw_decide(const struct aggio__extents *runs, int64_t lo, int64_t hi,
+                      int ds);
+
+#endif

@@ -1,0 +1,97 @@
+/*
+ * stats.h - per-file statistics counters (AGGIO_STATS) and phase timers
+ * (AGGIO_TIMERS).  The counter list below is the single source of truth:
+ * the struct, the reduction at close and the printed block all come from it.
+ *
+ * Off means free: fh->stats is NULL unless statistics or timers are on, and
+ * every hook below tests that pointer before anything else.
+ */
+#ifndef AGGIO_STATS_H
+#define AGGIO_STATS_H
+
+#include <stdint.h>
+
+/* X(NAME, "description") - all int64_t, summed over ranks unless noted in
+ * stats.c's printing code. */
+#define AGGIO_COUNTER_LIST(X)                                                  \
+  X(IND_WRITES, "independent write calls")                                     \
+  X(IND_READS, "independent read calls")                                       \
+  X(COLL_WRITES, "collective write calls")                                     \
+  X(COLL_READS, "collective read calls")                                       \
+  X(API_BYTES_WRITTEN, "bytes written through the API")                        \
+  X(API_BYTES_READ, "bytes read through the API")                              \
+  X(SYS_WRITES, "system (POSIX) writes")                                       \
+  X(SYS_WRITE_BYTES, "bytes in system writes")                                 \
+  X(SYS_READS, "system (POSIX) reads")                                         \
+  X(SYS_READ_BYTES, "bytes in system reads")                                   \
+  X(SYS_WRITES_ALIGNED, "system writes aligned to the stripe/block")           \
+  X(SYS_READS_ALIGNED, "system reads aligned to the stripe/block")             \
+  X(DIRECT_WRITES, "system writes through O_DIRECT")                           \
+  X(DIRECT_WRITE_BYTES, "bytes written through O_DIRECT")                      \
+  X(RMW_COUNT, "read-modify-write windows")                                    \
+  X(RMW_BYTES, "bytes read for read-modify-write")                             \
+  X(WRITE_GAPS, "holes inside aggregator windows")                             \
+  X(WRITE_GAP_BYTES, "bytes in holes inside aggregator windows")               \
+  X(COLL_ROUNDS, "two-phase rounds")                                           \
+  X(AGGR_ACTIVE, "aggregator-calls that moved data")                           \
+  X(SYNCS, "fsync calls")
+
+enum aggio__counter {
+#define AGGIO__CTR_ENUM(name, doc) AGGIO_C_##name,
+  AGGIO_COUNTER_LIST(AGGIO__CTR_ENUM)
+#undef AGGIO__CTR_ENUM
+  AGGIO_C_COUNT
+};
+
+/* Phases timed by AGGIO_TIMERS: X(NAME, "description") */
+#define AGGIO_PHASE_LIST(X)                                                    \
+  X(OPEN, "open")                                                              \
+  X(PLAN, "plan / metadata exchange")                                          \
+  X(EXCHANGE, "data send/receive")                                             \
+  X(WRITE, "file write")                                                       \
+  X(READ, "file read")                                                         \
+  X(WAIT, "waiting for other ranks")                                           \
+  X(SYNC, "sync")                                                              \
+  X(CLOSE, "close")
+
+enum aggio__phase {
+#define AGGIO__PH_ENUM(name, doc) AGGIO_P_##name,
+  AGGIO_PHASE_LIST(AGGIO__PH_ENUM)
+#undef AGGIO__PH_ENUM
+  AGGIO_P_COUNT
+};
+
+struct aggio__stats {
+  int64_t c[AGGIO_C_COUNT];
+  double t[AGGIO_P_COUNT];   /* seconds spent per phase on this rank */
+  int timers;                /* phase timing on */
+  char auto_choice[128];     /* last strategy chosen by auto, and why */
+};
+
+static inline void aggio__count(struct aggio__stats *s, enum aggio__counter c,
+                                int64_t v) {
+  if (s)
+    s->c[c] += v;
+}
+
+static inline void aggio__phase_add(struct aggio__stats *s, enum aggio__phase p,
+                                    double seconds) {
+  if (s)
+    s->t[p] += seconds;
+}
+
+struct aggio_file_s;
+
+/* Allocates the statistics of a file (stats or timers on); NULL on failure. */
+struct aggio__stats *aggio__stats_new(int timers);
+
+/* Collective at open, after the aggregators are chosen: prints the
+ * aggregator placement on rank 0 when the placement display is on. */
+void aggio__placement_display(struct aggio_file_s *fh);
+
+/* Collective at close: reduces counters and timers over the file's
+ * communicator and prints the statistics/timers blocks on rank 0 when they
+ * are on; frees fh->stats.  Never fails the close. */
+void aggio__stats_close(struct aggio_file_s *fh);
+
+#endif
