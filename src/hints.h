@@ -27,6 +27,13 @@ enum aggio__hint_kind {
 
 enum aggio__tristate { AGGIO_DISABLE = 0, AGGIO_ENABLE = 1, AGGIO_AUTOMATIC = 2 };
 
+/* aggio_strategy values (aggio__hint_value.num); .str is the strategy's name. */
+enum aggio__strategy_hint {
+  AGGIO_STRAT_AUTO = 0,
+  AGGIO_STRAT_INDEPENDENT = 1,
+  AGGIO_STRAT_TWO_PHASE = 2
+};
+
 /*
  * X(field, "key", kind, "default", must_match, "description")
  * must_match: ranks must pass the same value (checked collectively at open

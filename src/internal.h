@@ -64,6 +64,13 @@ enum aggio__dio_state {
   AGGIO_DIO_ON = 1
 };
 
+/* What every rank accesses in one collective call (strategy_two_phase.c). */
+struct aggio__summary {
+  int64_t lo, hi;   /* first byte and one past the last; lo = hi = 0 if none */
+  int64_t nbytes;   /* bytes */
+  int64_t npieces;  /* file ranges */
+};
+
 /* ---- the file handle ------------------------------------------------------ */
 
 struct aggio__strategy_ops;
@@ -77,7 +84,9 @@ struct aggio_file_s {
   int fd_direct;          /* O_DIRECT descriptor for writes, or -1 */
   int dio;                /* enum aggio__dio_state */
   int64_t dio_align;      /* offset/length/memory alignment for O_DIRECT */
-  int64_t block;          /* file-system block size (st_blksize) */
+  int64_t block;          /* file-system block size (st_blksize), agreed */
+  void *bounce;           /* aligned bounce buffer for O_DIRECT, lazily made */
+  int64_t bounce_len;
   char fstype[32];        /* "ext4", "tmpfs", "lustre", ... */
   struct aggio__hints hints;
   struct aggio__view view;
@@ -90,6 +99,7 @@ struct aggio_file_s {
   int *aggr;              /* aggregator ranks, sorted */
   int naggr;
   int my_aggr_index;      /* index into aggr, or -1 */
+  struct aggio__summary *summary; /* nprocs entries, reused by every call */
 
   const struct aggio__strategy_ops *strategy;
   struct aggio__stats *stats;  /* NULL unless stats or timers are on */
@@ -126,6 +136,15 @@ extern const struct aggio__strategy_ops aggio__strategy_independent;
 extern const struct aggio__strategy_ops aggio__strategy_two_phase;
 extern const struct aggio__strategy_ops aggio__strategy_auto;
 
+/* Allgathers every rank's summary into all[nprocs]. */
+int aggio__gather_summary(aggio_file fh, const struct aggio__access *acc,
+                          struct aggio__summary *all, struct aggio__err *e);
+
+/* Two-phase collective buffering with the summaries already gathered (auto
+ * gathers them to decide, and passes them on). */
+int aggio__two_phase_run(aggio_file fh, struct aggio__access *acc,
+                         const struct aggio__summary *all, struct aggio__err *e);
+
 /* Looks a strategy up by name; NULL if unknown. */
 const struct aggio__strategy_ops *aggio__strategy_find(const char *name);
 
@@ -148,7 +167,21 @@ int aggio__fsync(aggio_file fh, struct aggio__err *e);
 /* Aligned allocation for aggregator buffers (free with free()). */
 void *aggio__alloc_aligned(int64_t len, int64_t align);
 
+/* ---- topology (nodes.c) ---------------------------------------------------- */
+
+/* Collective at open: finds nodes (MPI_COMM_TYPE_SHARED groups, split into
+ * emulated nodes by the aggio_emulate_nodes hint), names them, and chooses
+ * the aggregators from cb_config_list / cb_nodes.  Fills nnodes,
+ * node_of_rank, node_names, aggr, naggr, my_aggr_index. */
+int aggio__topology(aggio_file fh, struct aggio__err *e);
+void aggio__topology_free(aggio_file fh);
+
 /* ---- helpers shared by the data-access entry points ------------------------ */
+
+/* The reference data path: one pread/pwrite per file range of acc, no
+ * communication (io.c).  Reads zero-fill past end of file. */
+int aggio__independent_rw(aggio_file fh, struct aggio__access *acc,
+                          struct aggio__err *e);
 
 /* Current file size (fstat) or a negative code. */
 int aggio__file_size(aggio_file fh, MPI_Offset *size, struct aggio__err *e);

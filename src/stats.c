@@ -1,10 +1,18 @@
 /*
- * stats.c - statistics counters, phase timers and aggregator placement
- * display.  (Placeholder until the observability work lands.)
+ * stats.c - what a user asks to see about a file: the statistics block
+ * (AGGIO_STATS, in the spirit of Cray's MPICH_MPIIO_STATS), the phase
+ * timers with raw and net bandwidths (AGGIO_TIMERS, after MPICH_MPIIO_TIMERS)
+ * and the aggregator placement (AGGIO_AGGREGATOR_PLACEMENT_DISPLAY).
+ * Counters are reduced over the file's communicator at close; rank 0 prints
+ * each block with one write to stdout.  Formats: docs/observability.md.
  */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "internal.h"
+
+#define MIB (1024.0 * 1024.0)
 
 struct aggio__stats *aggio__stats_new(int timers) {
   struct aggio__stats *s = calloc(1, sizeof *s);
@@ -13,9 +21,298 @@ struct aggio__stats *aggio__stats_new(int timers) {
   return s;
 }
 
-void aggio__placement_display(struct aggio_file_s *fh) { (void)fh; }
+int aggio__stats_set_domains(struct aggio__stats *s, int n,
+                             const int64_t *start, const int64_t *end) {
+  if (!s || n < 0)
+    return 0;
+  if (n > s->fd_cap) {
+    int64_t *a = malloc(sizeof *a * (size_t)n), *b = malloc(sizeof *b * (size_t)n);
+    if (!a || !b) {
+      free(a);
+      free(b);
+      return AGGIO_ERR_NOMEM;
+    }
+    free(s->fd_start);
+    free(s->fd_end);
+    s->fd_start = a;
+    s->fd_end = b;
+    s->fd_cap = n;
+  }
+  if (n > 0) {
+    memcpy(s->fd_start, start, sizeof *start * (size_t)n);
+    memcpy(s->fd_end, end, sizeof *end * (size_t)n);
+  }
+  s->nfd = n;
+  return 0;
+}
+
+/* ---- output helpers --------------------------------------------------------- */
+
+/* A block is composed in memory and written at once, so that it is never
+ * interleaved with the application's own output mid-block. */
+struct block {
+  char *text;
+  size_t len;
+  FILE *f;
+};
+
+static FILE *block_begin(struct block *b) {
+  b->text = NULL;
+  b->len = 0;
+  b->f = open_memstream(&b->text, &b->len);
+  return b->f ? b->f : stdout;
+}
+
+static void block_end(struct block *b) {
+  if (b->f) {
+    fclose(b->f);
+    fwrite(b->text, 1, b->len, stdout);
+    free(b->text);
+  }
+  fflush(stdout);
+}
+
+/* Prints the sorted ranks v[0..n) as compact ranges: "0-3,8,10-11". */
+static void print_ranges(FILE *f, const int *v, int n) {
+  for (int i = 0; i < n;) {
+    int j = i;
+    while (j + 1 < n && v[j + 1] == v[j] + 1)
+      j++;
+    fprintf(f, "%s%d", i ? "," : "", v[i]);
+    if (j > i)
+      fprintf(f, "-%d", v[j]);
+    i = j + 1;
+  }
+  if (n == 0)
+    fprintf(f, "none");
+}
+
+static const char *node_name(const struct aggio_file_s *fh, int node) {
+  if (!fh->node_names || node < 0 || node >= fh->nnodes || !fh->node_names[node])
+    return "?";
+  return fh->node_names[node];
+}
+
+static int node_of(const struct aggio_file_s *fh, int rank) {
+  return fh->node_of_rank ? fh->node_of_rank[rank] : 0;
+}
+
+/* ---- placement -------------------------------------------------------------- */
+
+static void placement_print(struct aggio_file_s *fh, const char *when) {
+  struct block b;
+  FILE *f = block_begin(&b);
+  int *list = malloc(sizeof *list * (size_t)(fh->nprocs > 0 ? fh->nprocs : 1));
+  fprintf(f, "aggio aggregator placement for file \"%s\" (at %s)\n", fh->path, when);
+  fprintf(f, "  ranks: %d\n  nodes: %d\n  aggregators: %d\n", fh->nprocs,
+          fh->nnodes, fh->naggr);
+  fprintf(f, "  strategy: %s\n", fh->strategy && fh->strategy->name
+                                     ? fh->strategy->name
+                                     : fh->hints.strategy.str);
+  for (int nd = 0; list && nd < (fh->nnodes > 0 ? fh->nnodes : 1); nd++) {
+    int n = 0, na = 0;
+    for (int r = 0; r < fh->nprocs; r++)
+      if (node_of(fh, r) == nd)
+        list[n++] = r;
+    fprintf(f, "  node %d: host %s ranks ", nd, node_name(fh, nd));
+    print_ranges(f, list, n);
+    for (int i = 0; fh->aggr && i < fh->naggr; i++)
+      if (node_of(fh, fh->aggr[i]) == nd)
+        list[na++] = fh->aggr[i];
+    fprintf(f, " aggregators ");
+    print_ranges(f, list, na);
+    fprintf(f, "\n");
+  }
+  const struct aggio__stats *s = fh->stats;
+  int nfd = s ? s->nfd : 0;
+  for (int i = 0; fh->aggr && i < fh->naggr; i++) {
+    int r = fh->aggr[i];
+    fprintf(f, "  aggregator %d: rank %d node %d host %s domain ", i, r,
+            node_of(fh, r), node_name(fh, node_of(fh, r)));
+    if (i < nfd)
+      fprintf(f, "[%lld, %lld) %lld bytes\n", (long long)s->fd_start[i],
+              (long long)s->fd_end[i], (long long)(s->fd_end[i] - s->fd_start[i]));
+    else
+      fprintf(f, "none%s\n", nfd == 0 && strcmp(when, "open") == 0 ? " yet" : "");
+  }
+  fprintf(f, "aggio aggregator placement end\n");
+  free(list);
+  block_end(&b);
+}
+
+void aggio__placement_display(struct aggio_file_s *fh) {
+  if (fh->rank == 0 && fh->hints.placement_display.num)
+    placement_print(fh, "open");
+}
+
+/* ---- the reduction ---------------------------------------------------------- */
+
+struct reduced {
+  int64_t sum[AGGIO_C_COUNT], max[AGGIO_C_COUNT], ranks[AGGIO_C_COUNT];
+  double tmin[AGGIO_P_COUNT + 1], tmax[AGGIO_P_COUNT + 1], tsum[AGGIO_P_COUNT + 1];
+};
+
+/* Reduces to rank 0.  0, or -1 when an MPI call failed (nothing printed). */
+static int reduce(struct aggio_file_s *fh, struct reduced *out) {
+  struct aggio__stats *s = fh->stats;
+  int64_t mine[2 * AGGIO_C_COUNT], sums[2 * AGGIO_C_COUNT];
+  for (int i = 0; i < AGGIO_C_COUNT; i++) {
+    mine[i] = s->c[i];
+    mine[AGGIO_C_COUNT + i] = s->c[i] != 0; /* ranks with a non-zero count */
+  }
+  double t[AGGIO_P_COUNT + 1];
+  t[AGGIO_P_COUNT] = 0;
+  for (int p = 0; p < AGGIO_P_COUNT; p++) {
+    t[p] = s->t[p];
+    if (p == AGGIO_P_OPEN && t[p] == 0)
+      t[p] = fh->open_time; /* open measured before the stats existed */
+    t[AGGIO_P_COUNT] += t[p];
+  }
+  int rc = 0;
+  MPI_Comm c = fh->comm;
+  rc |= MPI_Reduce(mine, sums, 2 * AGGIO_C_COUNT, MPI_INT64_T, MPI_SUM, 0, c);
+  rc |= MPI_Reduce(s->c, out->max, AGGIO_C_COUNT, MPI_INT64_T, MPI_MAX, 0, c);
+  rc |= MPI_Reduce(t, out->tmin, AGGIO_P_COUNT + 1, MPI_DOUBLE, MPI_MIN, 0, c);
+  rc |= MPI_Reduce(t, out->tmax, AGGIO_P_COUNT + 1, MPI_DOUBLE, MPI_MAX, 0, c);
+  rc |= MPI_Reduce(t, out->tsum, AGGIO_P_COUNT + 1, MPI_DOUBLE, MPI_SUM, 0, c);
+  memcpy(out->sum, sums, sizeof out->sum);
+  memcpy(out->ranks, sums + AGGIO_C_COUNT, sizeof out->ranks);
+  return rc == MPI_SUCCESS ? 0 : -1;
+}
+
+/* ---- the statistics block --------------------------------------------------- */
+
+static void print_avg(FILE *f, const char *key, int64_t bytes, int64_t n) {
+  if (n > 0)
+    fprintf(f, "  %s: %lld\n", key, (long long)((bytes + n / 2) / n));
+  else
+    fprintf(f, "  %s: n/a\n", key);
+}
+
+static void print_size_hint(FILE *f, const char *key, const struct aggio__hint_value *v) {
+  if (v->num > 0 && !v->ignored[0])
+    fprintf(f, "  %s: %lld\n", key, (long long)v->num);
+  else
+    fprintf(f, "  %s: unknown\n", key);
+}
+
+#define S(name) (r->sum[AGGIO_C_##name])
+#define MAXC(name) (r->max[AGGIO_C_##name])
+
+static void stats_print(struct aggio_file_s *fh, const struct reduced *r) {
+  struct block b;
+  FILE *f = block_begin(&b);
+  const struct aggio__stats *s = fh->stats;
+  int64_t su = fh->hints.striping_unit.num;
+  int64_t calls = MAXC(COLL_WRITES) + MAXC(COLL_READS);
+  fprintf(f, "aggio stats for file \"%s\"\n", fh->path);
+  fprintf(f, "  ranks: %d\n  nodes: %d\n", fh->nprocs, fh->nnodes);
+  fprintf(f, "  file system: %s\n", fh->fstype[0] ? fh->fstype : "unknown");
+  fprintf(f, "  strategy: %s\n", fh->hints.strategy.str);
+  fprintf(f, "  auto choice: %s\n", s->auto_choice[0] ? s->auto_choice : "n/a");
+  print_size_hint(f, "stripe size", &fh->hints.striping_unit);
+  print_size_hint(f, "stripe count", &fh->hints.striping_factor);
+  fprintf(f, "  alignment unit: %lld\n", (long long)(su > 0 ? su : fh->block));
+  fprintf(f, "  direct io: %s\n", fh->dio == AGGIO_DIO_ON ? "on" : "off");
+  fprintf(f, "  independent writes: %lld\n", (long long)S(IND_WRITES));
+  fprintf(f, "  independent writers: %lld\n", (long long)r->ranks[AGGIO_C_IND_WRITES]);
+  fprintf(f, "  independent reads: %lld\n", (long long)S(IND_READS));
+  fprintf(f, "  independent readers: %lld\n", (long long)r->ranks[AGGIO_C_IND_READS]);
+  fprintf(f, "  collective writes: %lld\n", (long long)MAXC(COLL_WRITES));
+  fprintf(f, "  collective reads: %lld\n", (long long)MAXC(COLL_READS));
+  fprintf(f, "  bytes written: %lld\n", (long long)S(API_BYTES_WRITTEN));
+  fprintf(f, "  bytes read: %lld\n", (long long)S(API_BYTES_READ));
+  fprintf(f, "  aggregators: %d\n", fh->naggr);
+  fprintf(f, "  aggregator-calls active: %lld\n", (long long)S(AGGR_ACTIVE));
+  if (calls > 0)
+    fprintf(f, "  aggregators active per call: %.2f\n", (double)S(AGGR_ACTIVE) / (double)calls);
+  else
+    fprintf(f, "  aggregators active per call: n/a\n");
+  fprintf(f, "  two-phase rounds: %lld\n", (long long)MAXC(COLL_ROUNDS));
+  fprintf(f, "  system writes: %lld\n", (long long)S(SYS_WRITES));
+  fprintf(f, "  system write bytes: %lld\n", (long long)S(SYS_WRITE_BYTES));
+  print_avg(f, "average system write size", S(SYS_WRITE_BYTES), S(SYS_WRITES));
+  fprintf(f, "  system writes aligned: %lld\n", (long long)S(SYS_WRITES_ALIGNED));
+  fprintf(f, "  system reads: %lld\n", (long long)S(SYS_READS));
+  fprintf(f, "  system read bytes: %lld\n", (long long)S(SYS_READ_BYTES));
+  print_avg(f, "average system read size", S(SYS_READ_BYTES), S(SYS_READS));
+  fprintf(f, "  system reads aligned: %lld\n", (long long)S(SYS_READS_ALIGNED));
+  fprintf(f, "  direct writes: %lld\n", (long long)S(DIRECT_WRITES));
+  fprintf(f, "  direct write bytes: %lld\n", (long long)S(DIRECT_WRITE_BYTES));
+  fprintf(f, "  read-modify-writes: %lld\n", (long long)S(RMW_COUNT));
+  fprintf(f, "  read-modify-write bytes: %lld\n", (long long)S(RMW_BYTES));
+  fprintf(f, "  write gaps: %lld\n", (long long)S(WRITE_GAPS));
+  print_avg(f, "average write gap size", S(WRITE_GAP_BYTES), S(WRITE_GAPS));
+  fprintf(f, "  syncs: %lld\n", (long long)S(SYNCS));
+  fprintf(f, "aggio stats end\n");
+  block_end(&b);
+}
+
+/* ---- the timers block ------------------------------------------------------- */
+
+static const char *const phase_key[] = {
+#define AGGIO__PH_KEY(name, doc) #name,
+    AGGIO_PHASE_LIST(AGGIO__PH_KEY)
+#undef AGGIO__PH_KEY
+};
+
+static void print_rate(FILE *f, const char *key, int64_t bytes, double secs) {
+  if (bytes > 0 && secs > 0)
+    fprintf(f, "  %s: %.2f MiB/s\n", key, (double)bytes / MIB / secs);
+  else
+    fprintf(f, "  %s: n/a\n", key);
+}
+
+static void timers_print(struct aggio_file_s *fh, const struct reduced *r) {
+  struct block b;
+  FILE *f = block_begin(&b);
+  fprintf(f, "aggio timers for file \"%s\"\n", fh->path);
+  fprintf(f, "  ranks: %d\n", fh->nprocs);
+  for (int p = 0; p <= AGGIO_P_COUNT; p++) {
+    char key[16];
+    const char *name = p < AGGIO_P_COUNT ? phase_key[p] : "TOTAL";
+    size_t i = 0;
+    for (; name[i] && i + 1 < sizeof key; i++)
+      key[i] = (char)(name[i] >= 'A' && name[i] <= 'Z' ? name[i] - 'A' + 'a' : name[i]);
+    key[i] = 0;
+    fprintf(f, "  %s: min %.6f max %.6f avg %.6f s\n", key, r->tmin[p], r->tmax[p],
+            r->tsum[p] / (fh->nprocs > 0 ? fh->nprocs : 1));
+  }
+  double total = r->tmax[AGGIO_P_COUNT];
+  fprintf(f, "  bytes written: %lld\n", (long long)S(API_BYTES_WRITTEN));
+  print_rate(f, "raw write rate", S(API_BYTES_WRITTEN), r->tmax[AGGIO_P_WRITE]);
+  print_rate(f, "net write rate", S(API_BYTES_WRITTEN), total);
+  fprintf(f, "  bytes read: %lld\n", (long long)S(API_BYTES_READ));
+  print_rate(f, "raw read rate", S(API_BYTES_READ), r->tmax[AGGIO_P_READ]);
+  print_rate(f, "net read rate", S(API_BYTES_READ), total);
+  fprintf(f, "aggio timers end\n");
+  block_end(&b);
+}
+
+#undef S
+#undef MAXC
+
+static void stats_free(struct aggio__stats *s) {
+  free(s->fd_start);
+  free(s->fd_end);
+  free(s);
+}
 
 void aggio__stats_close(struct aggio_file_s *fh) {
-  free(fh->stats);
+  struct aggio__stats *s = fh->stats;
+  if (!s)
+    return;
+  struct reduced r; /* under 1 KiB */
+  memset(&r, 0, sizeof r);
+  int ok = reduce(fh, &r) == 0;
+  if (fh->rank == 0) {
+    if (fh->hints.placement_display.num)
+      placement_print(fh, "close");
+    if (ok && fh->hints.stats.num)
+      stats_print(fh, &r);
+    if (ok && (s->timers || fh->hints.timers.num))
+      timers_print(fh, &r);
+  }
+  stats_free(s);
   fh->stats = NULL;
 }

@@ -65,7 +65,13 @@ struct aggio__stats {
   int64_t c[AGGIO_C_COUNT];
   double t[AGGIO_P_COUNT];   /* seconds spent per phase on this rank */
   int timers;                /* phase timing on */
-  char auto_choice[128];     /* last strategy chosen by auto, and why */
+  char auto_choice[192];     /* last strategy chosen by auto, and why */
+  /* File domains of the last collective call with collective buffering:
+   * aggregator i (fh->aggr[i]) owned [fd_start[i], fd_end[i]).  Filled by
+   * the two-phase strategy through aggio__stats_set_domains (rank 0's copy
+   * is the one displayed); nfd is 0 until then. */
+  int64_t *fd_start, *fd_end;
+  int nfd, fd_cap;
 };
 
 static inline void aggio__count(struct aggio__stats *s, enum aggio__counter c,
@@ -85,13 +91,22 @@ struct aggio_file_s;
 /* Allocates the statistics of a file (stats or timers on); NULL on failure. */
 struct aggio__stats *aggio__stats_new(int timers);
 
+/* Records the file domains of a collective call (copied; n entries, one per
+ * aggregator in fh->aggr order).  No-op when s is NULL.  0, or
+ * AGGIO_ERR_NOMEM (the previous domains are then kept; nothing else fails). */
+int aggio__stats_set_domains(struct aggio__stats *s, int n,
+                             const int64_t *start, const int64_t *end);
+
 /* Collective at open, after the aggregators are chosen: prints the
  * aggregator placement on rank 0 when the placement display is on. */
 void aggio__placement_display(struct aggio_file_s *fh);
 
 /* Collective at close: reduces counters and timers over the file's
- * communicator and prints the statistics/timers blocks on rank 0 when they
- * are on; frees fh->stats.  Never fails the close. */
+ * communicator and prints, on rank 0, the placement again (now with the
+ * file domains of the last collective call), the statistics block and the
+ * timers block, each when on (rank 0's hints decide); frees fh->stats.
+ * Never fails the close.  Every rank must have fh->stats, or none: the
+ * decision to allocate it is agreed at open.  Formats: docs/observability.md. */
 void aggio__stats_close(struct aggio_file_s *fh);
 
 #endif

@@ -1,0 +1,93 @@
+"""Print the findings (text or --json), each with evidence and a fix.
+
+Exit status: 0 when the inputs were read (findings or not), 1 when an input
+cannot be read, 2 for bad arguments.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import textwrap
+
+from . import thresholds as thr
+from .findings import REGISTRY, run_all
+from .sources import InputError, load_jobs
+
+
+def setup_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    parser.add_argument("logs", nargs="*", metavar="LOG",
+                        help="aggio trace files (one job) and/or Darshan logs")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.add_argument("--only", action="append", metavar="CODE",
+                        help="run only this finding (repeatable)")
+    parser.add_argument("--list", action="store_true", help="list the finding codes")
+    parser.add_argument("--list-thresholds", action="store_true",
+                        help="list thresholds and their defaults")
+    thr.add_arguments(parser)
+    return parser
+
+
+def analyse(paths, th, only=None):
+    """[(job, findings)] for the inputs (raises InputError)."""
+    return [(job, run_all(job, th, only)) for job in load_jobs(paths)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = setup_parser(argparse.ArgumentParser(prog="aggio advise")).parse_args(argv)
+    if args.list or args.list_thresholds:
+        _print_lists(args)
+        return 0
+    if not args.logs:
+        print("aggio advise: give at least one LOG", file=sys.stderr)
+        return 2
+    try:
+        th = thr.from_args(args.threshold, args.thresholds)
+        results = analyse(args.logs, th, args.only)
+    except (InputError, KeyError, ValueError, OSError) as exc:
+        print(f"aggio advise: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps([job_json(j, f) for j, f in results], indent=1, default=_np))
+    else:
+        for job, found in results:
+            print(render_text(job, found))
+    return 0
+
+
+def _np(value):
+    return value.item() if hasattr(value, "item") else str(value)
+
+
+def job_json(job, found) -> dict:
+    return {"source": job.source, "kind": job.kind, "nprocs": job.nprocs,
+            "notes": job.notes, "findings": [f.to_dict() for f in found]}
+
+
+def render_text(job, found) -> str:
+    lines = [f"== {job.source} ({job.kind}, {job.nprocs} processes, "
+             f"{len(job.files)} files)"]
+    lines += [f"note: {n}" for n in job.notes]
+    if job.empty:
+        lines.append("no I/O recorded in this input: nothing to advise")
+    elif not found:
+        lines.append("no findings: nothing above the thresholds")
+    for f in found:
+        lines.append(f"\n[{f.severity.upper()}] {f.code}  {f.title}"
+                     + (f"  ({f.subject})" if f.subject != "job" else ""))
+        lines.append(textwrap.fill(f.message, 100, initial_indent="  ",
+                                   subsequent_indent="  "))
+        for fix in f.fixes:
+            label = fix.to_dict()["label"]
+            lines.append(f"  fix - {label}:")
+            lines += [f"      {line}" for line in fix.text.splitlines()]
+    return "\n".join(lines)
+
+
+def _print_lists(args):
+    if args.list:
+        for code, chk in REGISTRY.items():
+            print(f"{code:24} {chk.title}")
+    if args.list_thresholds:
+        for name, (value, doc) in thr.DEFAULTS.items():
+            print(f"{name:24} {value!s:>10}  {doc}")

@@ -1,0 +1,177 @@
+"""Findings about the requests themselves: size, alignment, order, redundancy."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..model import MPIIO, POSIX, READ, WRITE, Job
+from .base import Finding, Fix, check, fmt_bytes, hint_fixes, lfs_fix, pct, top
+
+DIRECTIONS = (("read", "reads"), ("write", "writes"))
+
+
+def _uses_mpiio(job: Job) -> bool:
+    return any(MPIIO in f.layers for f in job.files)
+
+
+@check("AGG-SMALL-REQ", "Many small requests reach the file system")
+def small_requests(job: Job, th) -> list[Finding]:
+    out = []
+    limit = int(th["small_request_bytes"])
+    for direction, plural in DIRECTIONS:
+        total, small, per_file = 0, 0, {}
+        for f in job.files:
+            st = f.layers.get(POSIX)
+            if st is None:
+                continue
+            n = st.small(direction, limit)
+            total += getattr(st, plural)
+            small += n
+            if n:
+                per_file[f.path] = n
+        if small and small / max(total, 1) > th["small_request_fraction"] \
+                and small > th["small_request_min"]:
+            out.append(_small_finding(job, direction, small, total, per_file, limit))
+    return out
+
+
+def _small_finding(job, direction, small, total, per_file, limit):
+    shared = [f.path for f in job.files if f.shared and f.path in per_file]
+    evidence = {"direction": direction, "small_requests": small, "requests": total,
+                "percent": pct(small, total), "limit_bytes": limit,
+                "top_files": [{"path": p, "small_requests": n} for p, n in top(per_file)],
+                "shared_files_with_small_requests": len(shared)}
+    msg = (f"{small} of {total} POSIX {direction}s ({pct(small, total)}%) are smaller "
+           f"than {fmt_bytes(limit)}" + (f"; {len(shared)} of these files are shared "
+                                          "by several ranks" if shared else ""))
+    key = "romio_cb_write" if direction == "write" else "romio_cb_read"
+    fixes = hint_fixes({key: "enable", "cb_buffer_size": 16777216})
+    fixes.append(Fix("code", f"/* one collective call per rank instead of many small {direction}s */\n"
+                     f"MPI_File_{direction}_at_all(fh, offset, buf, count, filetype, MPI_STATUS_IGNORE);"
+                     if _uses_mpiio(job) else
+                     f"/* gather small {direction}s into >= 1 MiB buffers, or use MPI-IO collectives */\n"
+                     "setvbuf(fp, NULL, _IOFBF, 4 << 20);  /* STDIO */"))
+    return Finding("AGG-SMALL-REQ", "high", f"Small {direction} requests", msg, evidence,
+                   fixes)
+
+
+@check("AGG-MISALIGNED", "Requests not aligned to the file-system block or stripe")
+def misaligned(job: Job, th) -> list[Finding]:
+    total = job.layer_total(POSIX)
+    ops = total.ops
+    out = []
+    if ops and total.file_not_aligned / ops > th["misaligned_fraction"]:
+        align = total.file_alignment or 0
+        striped = [f for f in job.files if f.stripe_size]
+        stripe = striped[0].stripe_size if striped else (align or 1 << 20)
+        evidence = {"misaligned_requests": total.file_not_aligned, "requests": ops,
+                    "percent": pct(total.file_not_aligned, ops), "alignment_bytes": align,
+                    "stripe_size": stripe if striped else None}
+        msg = (f"{total.file_not_aligned} of {ops} POSIX requests "
+               f"({pct(total.file_not_aligned, ops)}%) do not start at a multiple of "
+               f"{fmt_bytes(align) if align else 'the file-system block'}")
+        fixes = hint_fixes({"striping_unit": stripe, "romio_cb_write": "enable"})
+        fixes.append(Fix("code", f"H5Pset_alignment(fapl, 0, {stripe});  /* HDF5: align objects to the stripe */"))
+        path = striped[0].path if striped else "<dir>"
+        fixes.append(lfs_fix(path, striped[0].stripe_count if striped else 4, stripe))
+        out.append(Finding("AGG-MISALIGNED", "high", "Misaligned file requests", msg,
+                           evidence, fixes))
+    if ops and total.mem_not_aligned / ops > th["misaligned_fraction"]:
+        evidence = {"misaligned_buffers": total.mem_not_aligned, "requests": ops,
+                    "percent": pct(total.mem_not_aligned, ops)}
+        out.append(Finding(
+            "AGG-MISALIGNED", "warn", "Misaligned memory buffers",
+            f"{total.mem_not_aligned} of {ops} POSIX requests "
+            f"({pct(total.mem_not_aligned, ops)}%) use buffers not aligned in memory",
+            evidence,
+            [Fix("code", "posix_memalign(&buf, 4096, nbytes);  /* instead of malloc */")],
+            subject="memory"))
+    return out
+
+
+@check("AGG-RANDOM", "Random (non-sequential) access")
+def random_access(job: Job, th) -> list[Finding]:
+    out = []
+    total = job.layer_total(POSIX)
+    for direction, plural in DIRECTIONS:
+        n = getattr(total, plural)
+        seq = total.seq_reads if direction == "read" else total.seq_writes
+        rnd = n - seq
+        if n and rnd / n > th["random_fraction"] and rnd > th["random_min"]:
+            evidence = {"direction": direction, "random_requests": rnd, "requests": n,
+                        "percent": pct(rnd, n)}
+            key = "romio_ds_read" if direction == "read" else "romio_cb_write"
+            fixes = hint_fixes({key: "enable", "aggio_strategy": "two_phase"})
+            fixes.append(Fix("code", f"/* sort each rank's {direction}s by offset and issue them as one\n"
+                             "   collective call with an indexed filetype */\n"
+                             "MPI_Type_create_hindexed(n, lengths, offsets, MPI_BYTE, &ft);\n"
+                             "MPI_File_set_view(fh, 0, MPI_BYTE, ft, \"native\", info);\n"
+                             f"MPI_File_{direction}_all(fh, buf, total, MPI_BYTE, MPI_STATUS_IGNORE);"))
+            out.append(Finding("AGG-RANDOM", "warn", f"Random {direction} access",
+                               f"{rnd} of {n} POSIX {direction}s ({pct(rnd, n)}%) do not "
+                               "follow the previous request of their rank", evidence, fixes))
+    return out
+
+
+@check("AGG-REDUNDANT", "The same bytes are read or written more than once")
+def redundant(job: Job, th) -> list[Finding]:
+    out = []
+    for index, f in enumerate(job.files):
+        st = f.layers.get(POSIX)
+        if st is None:
+            continue
+        for direction, kind in (("read", READ), ("write", WRITE)):
+            moved = st.bytes_read if direction == "read" else st.bytes_written
+            if moved <= th["redundant_min_bytes"]:
+                continue
+            distinct = _distinct_bytes(job, index, kind, st, direction)
+            extra = moved - distinct
+            if distinct >= 0 and extra > th["redundant_min_bytes"] \
+                    and moved > distinct * (1 + th["redundant_fraction"]):
+                out.append(_redundant_finding(f, direction, moved, distinct, job.has_ops))
+    return out
+
+
+def _distinct_bytes(job, index, kind, st, direction) -> int:
+    """Distinct bytes touched: exact from operations, else the highest byte
+    accessed + 1 (an upper bound, so redundancy is never overstated)."""
+    if job.has_ops:
+        sel = (job.ops["file"] == index) & (job.ops["layer"] == POSIX) & (job.ops["kind"] == kind)
+        if sel.any():
+            return union_length(job.ops["offset"][sel], job.ops["length"][sel])
+    top_byte = st.max_byte_read if direction == "read" else st.max_byte_written
+    return top_byte + 1
+
+
+def union_length(offsets: np.ndarray, lengths: np.ndarray) -> int:
+    """Total length of the union of [offset, offset + length) intervals."""
+    keep = lengths > 0
+    if not keep.any():
+        return 0
+    order = np.argsort(offsets[keep], kind="stable")
+    start = offsets[keep][order]
+    end = start + lengths[keep][order]
+    reach = np.maximum.accumulate(end)
+    # a new run starts where an interval begins past everything before it
+    new = np.empty(len(start), bool)
+    new[0] = True
+    new[1:] = start[1:] > reach[:-1]
+    run_id = np.cumsum(new) - 1
+    run_start = start[new]
+    run_end = np.zeros(run_id[-1] + 1, np.int64)
+    np.maximum.at(run_end, run_id, end)
+    return int((run_end - run_start).sum())
+
+
+def _redundant_finding(f, direction, moved, distinct, exact):
+    evidence = {"direction": direction, "bytes_moved": moved, "distinct_bytes": distinct,
+                "ratio": round(moved / max(distinct, 1), 2), "exact": exact}
+    msg = (f"{fmt_bytes(moved)} {'read from' if direction == 'read' else 'written to'} "
+           f"{f.path} but only {fmt_bytes(distinct)} distinct bytes "
+           f"({evidence['ratio']}x)" + ("" if exact else " (from counters: highest offset)"))
+    code = ("/* read once on one rank and broadcast */\n"
+            "if (rank == 0) MPI_File_read_at(fh, 0, buf, n, MPI_BYTE, MPI_STATUS_IGNORE);\n"
+            "MPI_Bcast(buf, n, MPI_BYTE, 0, comm);") if direction == "read" else \
+        ("/* write each region once; with HDF5 let one rank write metadata */\n"
+         "H5Pset_coll_metadata_write(fapl, 1);")
+    return Finding("AGG-REDUNDANT", "warn", f"Redundant {direction} traffic", msg, evidence,
+                   [Fix("code", code)], subject=f.path)

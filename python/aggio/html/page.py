@@ -1,0 +1,208 @@
+"""One self-contained HTML page: plotly.js embedded once, every figure as
+JSON in the page, findings first.  Works offline (no CDN, no fetch)."""
+from __future__ import annotations
+
+import html
+import json
+
+import numpy as np
+
+from .. import analysis
+from ..findings.base import fmt_bytes
+from ..findings.balance import rank_io_time
+from ..model import KIND_NAMES, LAYER_NAMES, MPIIO, POSIX, STDIO, Job
+from . import figures
+
+MAX_FILE_ROWS = 200
+
+CSS = """
+body{font-family:system-ui,sans-serif;margin:1.5em;color:#222;max-width:1400px}
+h1{font-size:1.5em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:1.6em}
+table{border-collapse:collapse;font-size:.85em}td,th{border:1px solid #ddd;padding:2px 6px;text-align:right}
+td:first-child,th:first-child{text-align:left;max-width:40em;overflow-wrap:anywhere}
+.finding{border-left:6px solid #999;padding:.4em .8em;margin:.6em 0;background:#fafafa}
+.high{border-color:#d62728}.warn{border-color:#ff7f0e}.info{border-color:#1f77b4}
+.sev{font-weight:bold;text-transform:uppercase;margin-right:.5em}.code{font-family:monospace}
+pre{background:#f0f0f0;padding:.5em;overflow-x:auto;margin:.2em 0}
+.note{background:#fff8e1;padding:.3em .6em;margin:.3em 0}.caption{color:#555;font-size:.9em}
+button.copy{float:right;font-size:.75em}
+"""
+
+LOADER = """
+(function(){
+  var errors = 0;
+  document.querySelectorAll('div[data-figure]').forEach(function(div){
+    var fig = JSON.parse(document.getElementById(div.dataset.figure).textContent);
+    Plotly.newPlot(div, fig.data, fig.layout, {responsive: true, displaylogo: false});
+  });
+  document.querySelectorAll('button.copy').forEach(function(b){
+    b.addEventListener('click', function(){
+      var text = b.parentElement.querySelector('pre').textContent;
+      if (navigator.clipboard) navigator.clipboard.writeText(text);
+    });
+  });
+  document.body.dataset.aggioReady = 'true';
+})();
+"""
+
+
+def render(results, th, plotly_js: str) -> str:
+    """results: [(job, findings)] -> the page."""
+    parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>aggio report</title>"
+             f"<style>{CSS}</style><script>{plotly_js}</script></head><body>",
+             "<h1>aggio I/O report</h1>"]
+    for index, (job, found) in enumerate(results):
+        parts.append(_job_section(index, job, found, th))
+    parts.append(f"<script>{LOADER}</script></body></html>")
+    return "\n".join(parts)
+
+
+def _e(text) -> str:
+    return html.escape(str(text))
+
+
+def _job_section(i, job: Job, found, th) -> str:
+    out = [f"<section class='job' id='job-{i}'><h2>{_e(job.source)}</h2>",
+           f"<p>{_e(job.kind)} &middot; {job.nprocs} processes &middot; {len(job.files)} files "
+           f"&middot; run time {job.runtime:.2f} s &middot; {len(job.ops):,} traced operations"
+           + (f" &middot; {_e(job.exe)}" if job.exe else "") + "</p>"]
+    out += [f"<div class='note'>{_e(n)}</div>" for n in job.notes]
+    if job.empty:
+        out.append("<div class='note' id='empty-{0}'>No I/O was recorded in this input: "
+                   "nothing to show.</div></section>".format(i))
+        return "\n".join(out)
+    out.append(_findings_html(i, found))
+    out.append(_files_html(i, job))
+    out.append(_figures_html(i, job, th))
+    out.append("</section>")
+    return "\n".join(out)
+
+
+def _findings_html(i, found) -> str:
+    out = [f"<h3>Findings</h3><div class='findings' id='findings-{i}'>"]
+    if not found:
+        out.append("<p>No findings above the thresholds.</p>")
+    for f in found:
+        ev = "".join(f"<tr><td>{_e(k)}</td><td>{_e(_ev(v))}</td></tr>" for k, v in f.evidence.items())
+        fixes = "".join(f"<div><b>{_e(x.to_dict()['label'])}</b><button class='copy'>copy</button>"
+                        f"<pre>{_e(x.text)}</pre></div>" for x in f.fixes)
+        subject = f" &middot; <span class='code'>{_e(f.subject)}</span>" if f.subject != "job" else ""
+        out.append(f"<div class='finding {f.severity}' data-code='{f.code}'>"
+                   f"<span class='sev'>{f.severity}</span><span class='code'>{f.code}</span> "
+                   f"<b>{_e(f.title)}</b>{subject}<p>{_e(f.message)}</p>"
+                   f"<details><summary>evidence</summary><table>{ev}</table></details>{fixes}</div>")
+    out.append("</div>")
+    return "\n".join(out)
+
+
+def _ev(v):
+    return json.dumps(v, default=lambda x: x.item() if hasattr(x, "item") else str(x)) \
+        if isinstance(v, (list, dict)) else v
+
+
+def _files_html(i, job: Job) -> str:
+    files = sorted(job.files, key=lambda f: f.bytes, reverse=True)
+    rows = []
+    for f in files[:MAX_FILE_ROWS]:
+        rows.append("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in _file_row(f)) + "</tr>")
+    head = ("<tr><th>file</th><th>bytes</th><th>layers: reads / writes</th><th>ranks</th>"
+            "<th>access</th><th>MPI-IO collective / independent</th>"
+            "<th>ranks doing POSIX I/O</th><th>stripes</th></tr>")
+    more = (f"<p class='caption'>{len(files) - MAX_FILE_ROWS} smaller files not listed.</p>"
+            if len(files) > MAX_FILE_ROWS else "")
+    return (f"<h3>Files</h3><table class='files' id='files-{i}'>{head}{''.join(rows)}</table>{more}")
+
+
+def _file_row(f) -> list:
+    layers = ", ".join(f"{LAYER_NAMES[l]} {st.reads}/{st.writes}" for l, st in sorted(f.layers.items()))
+    api = f.layers.get(MPIIO)
+    coll = (f"{api.coll_reads + api.coll_writes} / {api.indep_reads + api.indep_writes}"
+            if api else "no MPI-IO")
+    access = "shared" if f.shared else ("file per process" if f.nranks == 1 else "-")
+    stripes = f"{f.stripe_count} x {fmt_bytes(f.stripe_size)}" if f.stripe_count else ""
+    return [f.path, fmt_bytes(f.bytes), layers, f.nranks or "?", access, coll,
+            _ranks_text(f.posix_ranks), stripes]
+
+
+def _ranks_text(ranks) -> str:
+    if ranks is None:
+        return "unknown (reduced record)"
+    if len(ranks) > 8:
+        return f"{len(ranks)} ranks ({', '.join(map(str, ranks[:6]))}, ...)"
+    return ", ".join(map(str, ranks)) or "none"
+
+
+def _figures_html(i, job: Job, th) -> str:
+    max_points = int(th["max_plot_points"])
+    out = []
+    if job.has_ops:
+        out.append(_figure(f"timeline-{i}", "Operation timeline per rank (MPI-IO above POSIX)",
+                           *figures.timeline(job, max_points)))
+    else:
+        out.append(f"<h3>Operation timeline</h3><div class='note' id='timeline-{i}'>This input "
+                   "has no per-operation data (Darshan without DXT): the timeline, the spatial "
+                   "map and per-operation stragglers need DXT (DXT_ENABLE_IO_TRACE=1) or an "
+                   "aggio trace (hint aggio_trace).</div>")
+    out.append(_figure(f"sizes-{i}", "Request sizes", *figures.size_distribution(job)))
+    if job.has_ops:
+        out.append(_figure(f"spatial-{i}", "Spatial map: file offsets by rank and time",
+                           *figures.spatial_map(job, max_points)))
+        out.append(_phases_html(i, job, th))
+        times = rank_io_time(job.ops)
+        out.append(_figure(f"ranks-{i}", "Stragglers: I/O time per rank", *figures.rank_times(job, times)))
+        out.append(_slowest_html(i, job))
+    else:
+        out.append(_extremes_html(i, job))
+    return "\n".join(out)
+
+
+def _figure(div_id, title, fig, note) -> str:
+    if not fig:
+        return f"<h3>{_e(title)}</h3><p class='caption' id='{div_id}'>Nothing to show.</p>"
+    payload = json.dumps(fig, separators=(",", ":")).replace("</", "<\\/")
+    return (f"<h3>{_e(title)}</h3><p class='caption'>{_e(note)}</p>"
+            f"<div id='{div_id}' class='figure' data-figure='{div_id}-json'></div>"
+            f"<script type='application/json' id='{div_id}-json'>{payload}</script>")
+
+
+def _phases_html(i, job, th) -> str:
+    rows = []
+    for n, p in enumerate(analysis.phases(job, th["phase_gap_fraction"])):
+        rows.append(f"<tr><td>{n + 1}</td><td>{p.start:.4f}</td><td>{p.end - p.start:.4f}</td>"
+                    f"<td>{p.ops:,}</td><td>{_e(fmt_bytes(p.bytes))}</td><td>{p.ranks}</td>"
+                    f"<td>{p.slowest_rank}</td><td>{p.slowest_rank_end:.4f}</td>"
+                    f"<td>{p.median_rank_end:.4f}</td></tr>")
+    return ("<h3>I/O phases</h3><p class='caption'>Data operations separated by idle gaps "
+            f"longer than {th['phase_gap_fraction'] * 100:.0f}% of the run. A phase ends when "
+            f"its slowest rank ends.</p><table id='phases-{i}'><tr><th>phase</th><th>start s</th>"
+            "<th>duration s</th><th>ops</th><th>bytes</th><th>ranks</th><th>slowest rank</th>"
+            "<th>its end s</th><th>median rank end s</th></tr>" + "".join(rows) + "</table>")
+
+
+def _slowest_html(i, job) -> str:
+    rows = []
+    for op in analysis.slowest_ops(job, 10):
+        rows.append(f"<tr><td>{_e(job.files[op['file']].path)}</td><td>{LAYER_NAMES[int(op['layer'])]}</td>"
+                    f"<td>{KIND_NAMES[int(op['kind'])]}</td><td>{int(op['rank'])}</td>"
+                    f"<td>{int(op['offset'])}</td><td>{int(op['length'])}</td>"
+                    f"<td>{op['t_start']:.6f}</td><td>{(op['t_end'] - op['t_start']) * 1e3:.3f}</td></tr>")
+    return (f"<h3>Slowest operations</h3><table id='slowest-{i}'><tr><th>file</th><th>layer</th>"
+            "<th>op</th><th>rank</th><th>offset</th><th>bytes</th><th>start s</th><th>ms</th></tr>"
+            + "".join(rows) + "</table>")
+
+
+def _extremes_html(i, job) -> str:
+    rows = []
+    for f in job.files:
+        for layer in (MPIIO, POSIX, STDIO):
+            st = f.layers.get(layer)
+            if st and st.slowest and st.fastest:
+                rows.append(f"<tr><td>{_e(f.path)}</td><td>{LAYER_NAMES[layer]}</td>"
+                            f"<td>{st.fastest[0]} ({st.fastest[2]:.4f} s, {_e(fmt_bytes(st.fastest[1]))})</td>"
+                            f"<td>{st.slowest[0]} ({st.slowest[2]:.4f} s, {_e(fmt_bytes(st.slowest[1]))})</td></tr>")
+    if not rows:
+        return ""
+    return ("<h3>Stragglers (from counters)</h3><p class='caption'>Darshan keeps only the fastest "
+            "and slowest rank of each shared file; DXT would show every rank.</p>"
+            f"<table id='extremes-{i}'><tr><th>file</th><th>layer</th><th>fastest rank</th>"
+            "<th>slowest rank</th></tr>" + "".join(rows[:MAX_FILE_ROWS]) + "</table>")

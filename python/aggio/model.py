@@ -1,0 +1,169 @@
+"""The common in-memory model every source fills and every consumer reads.
+
+A Job holds what one log (or one set of aggio traces of one job) says:
+per-file, per-layer counters (LayerStats, shaped after Darshan's counters so
+that counter-only logs and traces feed the same findings) and, when the
+source has per-operation data (Darshan DXT, aggio traces), one NumPy array
+of operations (OPS) for all files and layers.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+# Layers of an operation.
+MPIIO, POSIX, STDIO = 1, 2, 3
+LAYER_NAMES = {MPIIO: "MPI-IO", POSIX: "POSIX", STDIO: "STDIO"}
+
+# Kinds of an operation.
+READ, WRITE, OPEN, CLOSE, SYNC, META = 1, 2, 3, 4, 5, 6
+KIND_NAMES = {READ: "read", WRITE: "write", OPEN: "open", CLOSE: "close",
+              SYNC: "sync", META: "meta"}
+
+# Operation flags.
+F_COLLECTIVE, F_AGGREGATOR = 1, 2
+
+OPS = np.dtype([("t_start", "<f8"), ("t_end", "<f8"), ("offset", "<i8"),
+                ("length", "<i8"), ("rank", "<i4"), ("file", "<i4"),
+                ("kind", "u1"), ("layer", "u1"), ("flags", "u1")])
+
+# Darshan's request-size bins (upper bounds, bytes); the last is open-ended.
+SIZE_BIN_EDGES = np.array([100, 1024, 10 * 1024, 100 * 1024, 1 << 20, 4 << 20,
+                           10 << 20, 100 << 20, 1 << 30], dtype=np.int64)
+SIZE_BIN_LABELS = ["0-100", "100-1K", "1K-10K", "10K-100K", "100K-1M", "1M-4M",
+                   "4M-10M", "10M-100M", "100M-1G", "1G+"]
+
+
+def size_histogram(lengths: np.ndarray) -> np.ndarray:
+    """Counts of requests per Darshan size bin."""
+    idx = np.searchsorted(SIZE_BIN_EDGES, lengths, side="right")
+    return np.bincount(idx, minlength=len(SIZE_BIN_LABELS)).astype(np.int64)
+
+
+@dataclass
+class LayerStats:
+    """Counters of one file at one layer (MPI-IO, POSIX or STDIO)."""
+    reads: int = 0
+    writes: int = 0
+    bytes_read: int = 0
+    bytes_written: int = 0
+    read_time: float = 0.0
+    write_time: float = 0.0
+    meta_time: float = 0.0
+    opens: int = 0
+    syncs: int = 0
+    coll_reads: int = 0
+    coll_writes: int = 0
+    indep_reads: int = 0
+    indep_writes: int = 0
+    nb_reads: int = 0
+    nb_writes: int = 0
+    seq_reads: int = 0
+    seq_writes: int = 0
+    consec_reads: int = 0
+    consec_writes: int = 0
+    file_not_aligned: int = 0
+    file_alignment: int = 0
+    mem_not_aligned: int = 0
+    max_byte_read: int = -1
+    max_byte_written: int = -1
+    hist_read: np.ndarray = field(default_factory=lambda: np.zeros(10, np.int64))
+    hist_write: np.ndarray = field(default_factory=lambda: np.zeros(10, np.int64))
+    # Per-rank figures when known: rank -> bytes / seconds of I/O.
+    rank_bytes: dict = field(default_factory=dict)
+    rank_time: dict = field(default_factory=dict)
+    rank_meta_time: dict = field(default_factory=dict)
+    # For Darshan's reduced shared records: fastest / slowest rank.
+    fastest: tuple | None = None   # (rank, bytes, seconds)
+    slowest: tuple | None = None
+
+    @property
+    def ops(self) -> int:
+        return self.reads + self.writes
+
+    @property
+    def bytes(self) -> int:
+        return self.bytes_read + self.bytes_written
+
+    @property
+    def io_time(self) -> float:
+        return self.read_time + self.write_time + self.meta_time
+
+    def small(self, direction: str, limit: int) -> int:
+        """Requests smaller than `limit` (rounded to a Darshan bin edge)."""
+        hist = self.hist_read if direction == "read" else self.hist_write
+        nbins = int(np.searchsorted(SIZE_BIN_EDGES, limit, side="right"))
+        return int(hist[:nbins].sum())
+
+    def add(self, other: "LayerStats") -> None:
+        """Adds another record's counters (Darshan keeps one per rank)."""
+        for name in ("reads", "writes", "bytes_read", "bytes_written", "read_time",
+                     "write_time", "meta_time", "opens", "syncs", "coll_reads",
+                     "coll_writes", "indep_reads", "indep_writes", "nb_reads",
+                     "nb_writes", "seq_reads", "seq_writes", "consec_reads",
+                     "consec_writes", "file_not_aligned", "mem_not_aligned"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.file_alignment = max(self.file_alignment, other.file_alignment)
+        self.max_byte_read = max(self.max_byte_read, other.max_byte_read)
+        self.max_byte_written = max(self.max_byte_written, other.max_byte_written)
+        self.hist_read = self.hist_read + other.hist_read
+        self.hist_write = self.hist_write + other.hist_write
+        for mine, theirs in ((self.rank_bytes, other.rank_bytes),
+                             (self.rank_time, other.rank_time),
+                             (self.rank_meta_time, other.rank_meta_time)):
+            for r, v in theirs.items():
+                mine[r] = mine.get(r, 0) + v
+        self.fastest = self.fastest or other.fastest
+        self.slowest = self.slowest or other.slowest
+
+
+@dataclass
+class FileInfo:
+    """One file of the job."""
+    path: str
+    layers: dict = field(default_factory=dict)   # layer id -> LayerStats
+    nranks: int = 0              # ranks that opened it (0: unknown)
+    shared: bool = False         # opened by more than one rank
+    stripe_size: int = 0         # Lustre stripe size, 0 if unknown
+    stripe_count: int = 0
+    posix_ranks: list | None = None   # ranks that issued POSIX data calls
+    aggregators: list | None = None
+
+    def layer(self, layer: int) -> LayerStats | None:
+        return self.layers.get(layer)
+
+    @property
+    def bytes(self) -> int:
+        """Application bytes: the top-most layer that saw the file."""
+        for layer in (MPIIO, STDIO, POSIX):
+            if layer in self.layers and self.layers[layer].bytes:
+                return self.layers[layer].bytes
+        return 0
+
+
+@dataclass
+class Job:
+    """Everything one input says, in the common model."""
+    source: str
+    kind: str                       # "darshan" or "aggio-trace"
+    nprocs: int = 0
+    runtime: float = 0.0
+    exe: str = ""
+    modules: set = field(default_factory=set)
+    files: list = field(default_factory=list)   # FileInfo, index = OPS "file"
+    ops: np.ndarray = field(default_factory=lambda: np.zeros(0, OPS))
+    has_ops: bool = False            # per-operation data (DXT or trace)
+    notes: list = field(default_factory=list)   # partial data, missing DXT, ...
+    hints: dict = field(default_factory=dict)
+
+    def layer_total(self, layer: int) -> LayerStats:
+        total = LayerStats()
+        for f in self.files:
+            if layer in f.layers:
+                total.add(f.layers[layer])
+        return total
+
+    @property
+    def empty(self) -> bool:
+        return not self.files and len(self.ops) == 0

@@ -1,0 +1,37 @@
+"""Input sources: each turns files into model.Job objects.
+
+load_jobs() picks the reader by the file's first bytes: aggio traces (all of
+them together form one job) and Darshan logs (one job each).
+"""
+from __future__ import annotations
+
+import os
+
+from ..model import Job
+from ..trace import TraceError, is_trace
+
+
+class InputError(ValueError):
+    """An input file cannot be read."""
+
+
+def load_jobs(paths: list[str]) -> list[Job]:
+    missing = [p for p in paths if not os.path.isfile(p)]
+    if missing:
+        raise InputError(f"no such file: {', '.join(missing)}")
+    traces = [p for p in paths if is_trace(p)]
+    others = [p for p in paths if p not in traces]
+    jobs = []
+    if traces:
+        from .trace import load_traces
+        try:
+            jobs.append(load_traces(traces))
+        except TraceError as exc:
+            raise InputError(str(exc)) from exc
+    for path in others:
+        from .darshan import DarshanError, load_darshan
+        try:
+            jobs.append(load_darshan(path))
+        except DarshanError as exc:
+            raise InputError(str(exc)) from exc
+    return jobs

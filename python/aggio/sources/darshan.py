@@ -1,0 +1,258 @@
+"""Darshan logs -> the common model, through PyDarshan.
+
+Counters come from the POSIX, MPI-IO, STDIO and LUSTRE modules; per-operation
+data from DXT_POSIX and DXT_MPIIO.  DXT segments are read straight from the
+log buffers into NumPy (PyDarshan's own DXT path builds one Python dict per
+segment, which is what makes DXT tools slow and memory-hungry on big logs).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..derive import empty_ops
+from ..model import (OPS, MPIIO, POSIX, STDIO, READ, WRITE, F_COLLECTIVE,
+                     FileInfo, Job, LayerStats)
+
+COUNTER_MODULES = {"POSIX": POSIX, "MPI-IO": MPIIO, "STDIO": STDIO}
+DXT_MODULES = {"DXT_POSIX": POSIX, "DXT_MPIIO": MPIIO}
+SEGMENT = np.dtype([("offset", "<i8"), ("length", "<i8"), ("start", "<f8"),
+                    ("end", "<f8")])
+_BINS = ["0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M", "1M_4M", "4M_10M",
+         "10M_100M", "100M_1G", "1G_PLUS"]
+
+
+class DarshanError(ValueError):
+    """The file is not a readable Darshan log."""
+
+
+def load_darshan(path: str) -> Job:
+    import darshan  # imported here: the trace-only paths need no PyDarshan
+    try:
+        report = darshan.DarshanReport(path, read_all=False)
+    except Exception as exc:  # PyDarshan raises several types
+        raise DarshanError(f"{path}: not a readable Darshan log ({exc})") from exc
+    job = _job_header(path, report)
+    files: dict[int, FileInfo] = {}
+    for mod, layer in COUNTER_MODULES.items():
+        if mod in report.modules:
+            report.mod_read_all_records(mod, dtype="numpy")
+            _add_counters(job, report, mod, layer, files)
+    if "LUSTRE" in report.modules:
+        report.mod_read_all_lustre_records(dtype="numpy", warnings=False)
+        _add_lustre(report, files)
+    _finish_files(job, report, files)
+    _add_dxt(job, report, path, files)
+    _add_notes(job, report)
+    return job
+
+
+def _job_header(path, report) -> Job:
+    meta = report.metadata.get("job", {})
+    job = Job(source=path, kind="darshan", nprocs=int(meta.get("nprocs", 0)),
+              runtime=float(meta.get("run_time", 0.0)),
+              exe=str(report.metadata.get("exe", "")).split(" ")[0],
+              modules=set(report.modules))
+    hints = (meta.get("metadata") or {}).get("h", "")
+    for pair in str(hints).split(";"):
+        if "=" in pair:
+            key, value = pair.split("=", 1)
+            job.hints[key.strip()] = value.strip()
+    return job
+
+
+def _name(report, rec_id) -> str:
+    return report.name_records.get(rec_id, f"<record {rec_id}>")
+
+
+def _add_counters(job, report, mod, layer, files):
+    names_c = report.counters[mod]["counters"]
+    names_f = report.counters[mod]["fcounters"]
+    for rec in report.records[mod]._records:
+        path = _name(report, rec["id"])
+        if path.startswith("heatmap:"):
+            continue
+        c = dict(zip(names_c, rec["counters"].tolist()))
+        f = dict(zip(names_f, rec["fcounters"].tolist()))
+        st = _STATS[mod](c, f)
+        rank = int(rec["rank"])
+        info = files.setdefault(rec["id"], FileInfo(path=path))
+        info.__dict__.setdefault("_ranks", set()).add(rank)
+        if rank < 0:
+            _set_extremes(st, mod, c, f)
+        else:
+            st.rank_bytes = {rank: st.bytes}
+            st.rank_time = {rank: st.read_time + st.write_time}
+            st.rank_meta_time = {rank: st.meta_time}
+        if layer in info.layers:
+            info.layers[layer].add(st)
+        else:
+            info.layers[layer] = st
+
+
+def _hist(c, prefix):
+    return np.array([max(0, c.get(prefix + b, 0)) for b in _BINS], np.int64)
+
+
+def _posix_stats(c, f) -> LayerStats:
+    return LayerStats(
+        reads=c["POSIX_READS"], writes=c["POSIX_WRITES"],
+        bytes_read=c["POSIX_BYTES_READ"], bytes_written=c["POSIX_BYTES_WRITTEN"],
+        read_time=f["POSIX_F_READ_TIME"], write_time=f["POSIX_F_WRITE_TIME"],
+        meta_time=f["POSIX_F_META_TIME"], opens=c["POSIX_OPENS"],
+        syncs=c["POSIX_FSYNCS"] + c["POSIX_FDSYNCS"],
+        seq_reads=c["POSIX_SEQ_READS"], seq_writes=c["POSIX_SEQ_WRITES"],
+        consec_reads=c["POSIX_CONSEC_READS"], consec_writes=c["POSIX_CONSEC_WRITES"],
+        file_not_aligned=c["POSIX_FILE_NOT_ALIGNED"],
+        file_alignment=c["POSIX_FILE_ALIGNMENT"],
+        mem_not_aligned=c["POSIX_MEM_NOT_ALIGNED"],
+        max_byte_read=c["POSIX_MAX_BYTE_READ"], max_byte_written=c["POSIX_MAX_BYTE_WRITTEN"],
+        hist_read=_hist(c, "POSIX_SIZE_READ_"), hist_write=_hist(c, "POSIX_SIZE_WRITE_"))
+
+
+def _mpiio_stats(c, f) -> LayerStats:
+    coll_r = c["MPIIO_COLL_READS"] + c["MPIIO_SPLIT_READS"]
+    coll_w = c["MPIIO_COLL_WRITES"] + c["MPIIO_SPLIT_WRITES"]
+    return LayerStats(
+        reads=c["MPIIO_INDEP_READS"] + coll_r + c["MPIIO_NB_READS"],
+        writes=c["MPIIO_INDEP_WRITES"] + coll_w + c["MPIIO_NB_WRITES"],
+        bytes_read=c["MPIIO_BYTES_READ"], bytes_written=c["MPIIO_BYTES_WRITTEN"],
+        read_time=f["MPIIO_F_READ_TIME"], write_time=f["MPIIO_F_WRITE_TIME"],
+        meta_time=f["MPIIO_F_META_TIME"],
+        opens=c["MPIIO_INDEP_OPENS"] + c["MPIIO_COLL_OPENS"], syncs=c["MPIIO_SYNCS"],
+        coll_reads=coll_r, coll_writes=coll_w,
+        indep_reads=c["MPIIO_INDEP_READS"], indep_writes=c["MPIIO_INDEP_WRITES"],
+        nb_reads=c["MPIIO_NB_READS"], nb_writes=c["MPIIO_NB_WRITES"],
+        hist_read=_hist(c, "MPIIO_SIZE_READ_AGG_"),
+        hist_write=_hist(c, "MPIIO_SIZE_WRITE_AGG_"))
+
+
+def _stdio_stats(c, f) -> LayerStats:
+    return LayerStats(
+        reads=c["STDIO_READS"], writes=c["STDIO_WRITES"],
+        bytes_read=c["STDIO_BYTES_READ"], bytes_written=c["STDIO_BYTES_WRITTEN"],
+        read_time=f["STDIO_F_READ_TIME"], write_time=f["STDIO_F_WRITE_TIME"],
+        meta_time=f["STDIO_F_META_TIME"], opens=c["STDIO_OPENS"] + c["STDIO_FDOPENS"],
+        syncs=c["STDIO_FLUSHES"],
+        max_byte_read=c["STDIO_MAX_BYTE_READ"],
+        max_byte_written=c["STDIO_MAX_BYTE_WRITTEN"])
+
+
+_STATS = {"POSIX": _posix_stats, "MPI-IO": _mpiio_stats, "STDIO": _stdio_stats}
+_PREFIX = {"POSIX": "POSIX", "MPI-IO": "MPIIO", "STDIO": "STDIO"}
+
+
+def _set_extremes(st, mod, c, f):
+    p = _PREFIX[mod]
+    st.fastest = (c[f"{p}_FASTEST_RANK"], c[f"{p}_FASTEST_RANK_BYTES"],
+                  f[f"{p}_F_FASTEST_RANK_TIME"])
+    st.slowest = (c[f"{p}_SLOWEST_RANK"], c[f"{p}_SLOWEST_RANK_BYTES"],
+                  f[f"{p}_F_SLOWEST_RANK_TIME"])
+
+
+def _add_lustre(report, files):
+    names = report.counters["LUSTRE"]["counters"]
+    for rec in report.records["LUSTRE"]._records:
+        info = files.get(rec["id"])
+        if info is None:
+            continue
+        if "components" in rec and rec["components"]:
+            c = dict(zip(names, rec["components"][0]["counters"].tolist()))
+            info.stripe_size = int(c.get("LUSTRE_COMP_STRIPE_SIZE", 0))
+            info.stripe_count = int(c.get("LUSTRE_COMP_STRIPE_COUNT", 0))
+        elif "counters" in rec:
+            c = dict(zip(names, rec["counters"].tolist()))
+            info.stripe_size = int(c.get("LUSTRE_STRIPE_SIZE", 0))
+            info.stripe_count = int(c.get("LUSTRE_STRIPE_WIDTH", 0))
+
+
+def _finish_files(job, report, files):
+    for info in files.values():
+        ranks = info.__dict__.pop("_ranks", set())
+        info.nranks = job.nprocs if -1 in ranks else len(ranks)
+        info.shared = info.nranks > 1
+        posix = info.layers.get(POSIX)
+        if posix and posix.rank_bytes and -1 not in ranks:
+            info.posix_ranks = sorted(r for r, b in posix.rank_bytes.items() if b > 0)
+    job.files = list(files.values())
+    job.__dict__["_ids"] = {rid: i for i, rid in enumerate(files)}
+
+
+def _add_dxt(job, report, path, files):
+    mods = [m for m in DXT_MODULES if m in report.modules]
+    if not mods:
+        return
+    ids = job.__dict__.pop("_ids")
+    parts = []
+    for mod in mods:
+        for rec_id, rank, writes, reads in _dxt_segments(path, mod):
+            if rec_id not in ids:
+                files[rec_id] = FileInfo(path=_name(report, rec_id))
+                ids[rec_id] = len(job.files)
+                job.files.append(files[rec_id])
+            parts.append(_segments_to_ops(writes, WRITE, rank, ids[rec_id], DXT_MODULES[mod]))
+            parts.append(_segments_to_ops(reads, READ, rank, ids[rec_id], DXT_MODULES[mod]))
+    job.ops = np.concatenate(parts) if parts else empty_ops()
+    job.has_ops = len(job.ops) > 0
+    _mark_collective(job)
+    _posix_ranks_from_dxt(job)
+
+
+def _dxt_segments(path, mod):
+    """Yields (record id, rank, write segments, read segments) of a DXT module."""
+    from darshan.backend import cffi_backend as be
+    log = be.log_open(path)
+    try:
+        idx = be.log_get_modules(log)[mod]["idx"]
+        ctype = be._structdefs[mod]
+        header = be.ffi.sizeof("struct dxt_file_record")
+        buf = be.ffi.new("void **")
+        while be.libdutil.darshan_log_get_record(log["handle"], idx, buf) > 0:
+            rec = be.ffi.cast(ctype, buf)[0]
+            nw, nr = int(rec.write_count), int(rec.read_count)
+            raw = be.ffi.buffer(be.ffi.cast("char *", buf[0]) + header, (nw + nr) * 32)
+            segs = np.frombuffer(raw, SEGMENT).copy()
+            yield int(rec.base_rec.id), int(rec.base_rec.rank), segs[:nw], segs[nw:]
+            be.libdutil.darshan_free(buf[0])
+            buf[0] = be.ffi.NULL   # NULL: the library allocates the next record
+    finally:
+        be.log_close(log)
+
+
+def _segments_to_ops(segs, kind, rank, file_index, layer):
+    ops = np.zeros(len(segs), OPS)
+    ops["t_start"], ops["t_end"] = segs["start"], segs["end"]
+    ops["offset"], ops["length"] = segs["offset"], segs["length"]
+    ops["rank"], ops["file"], ops["kind"], ops["layer"] = rank, file_index, kind, layer
+    return ops
+
+
+def _mark_collective(job):
+    """DXT does not say which MPI-IO calls were collective; the counters do.
+    Files whose MPI-IO data calls were all collective get the flag."""
+    for i, info in enumerate(job.files):
+        st = info.layers.get(MPIIO)
+        if st and st.ops and st.coll_reads + st.coll_writes == st.ops:
+            sel = (job.ops["file"] == i) & (job.ops["layer"] == MPIIO)
+            job.ops["flags"][sel] |= F_COLLECTIVE
+
+
+def _posix_ranks_from_dxt(job):
+    posix = job.ops[job.ops["layer"] == POSIX]
+    for i, info in enumerate(job.files):
+        ranks = np.unique(posix["rank"][posix["file"] == i])
+        if len(ranks):
+            info.posix_ranks = [int(r) for r in ranks]
+
+
+def _add_notes(job, report):
+    for mod, desc in report.modules.items():
+        if desc.get("partial_flag"):
+            job.notes.append(f"partial data: Darshan ran out of memory for the {mod} "
+                             "module, so its records are incomplete")
+    has_counters = any(m in report.modules for m in COUNTER_MODULES)
+    if has_counters and not any(m in report.modules for m in DXT_MODULES):
+        job.notes.append("no DXT trace in this log: showing what the counters allow; "
+                         "run with DXT_ENABLE_IO_TRACE=1 for the timeline, the spatial "
+                         "map and per-operation stragglers")
+    if not job.files:
+        job.notes.append("this log has no I/O records (only job metadata)")

@@ -1,0 +1,109 @@
+"""aggio traces -> the common model.
+
+Several trace files of one job (one per file the job opened) become one Job;
+their clocks are put on a common base (the earliest clock_base).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import trace as fmt
+from ..derive import data_ranks, group_by_file_layer, layer_stats
+from ..model import (OPS, MPIIO, POSIX, READ, WRITE, OPEN, CLOSE, SYNC, META,
+                     F_COLLECTIVE, F_AGGREGATOR, FileInfo, Job)
+
+DEFAULT_ALIGNMENT = 4096
+
+# trace op code -> (layer, kind); 0 marks codes the format does not define.
+_LAYER = np.zeros(64, np.uint8)
+_KIND = np.zeros(64, np.uint8)
+for _code, _layer, _kind in ((1, MPIIO, WRITE), (2, MPIIO, READ), (3, MPIIO, WRITE),
+                             (4, MPIIO, READ), (5, MPIIO, OPEN), (6, MPIIO, CLOSE),
+                             (7, MPIIO, SYNC), (8, MPIIO, META), (9, MPIIO, META),
+                             (32, POSIX, OPEN), (33, POSIX, READ), (34, POSIX, WRITE),
+                             (35, POSIX, SYNC), (36, POSIX, CLOSE), (37, POSIX, META)):
+    _LAYER[_code], _KIND[_code] = _layer, _kind
+
+
+def load_traces(paths: list[str]) -> Job:
+    """Reads aggio traces (raises fmt.TraceError for unreadable ones)."""
+    traces = [fmt.read_trace(p) for p in paths]
+    job = Job(source=", ".join(paths), kind="aggio-trace", has_ops=True,
+              modules={"AGGIO-TRACE"})
+    base = min(t.clock_base for t in traces)
+    parts = []
+    for index, tr in enumerate(traces):
+        job.files.append(_file_info(tr))
+        job.notes.extend(f"{tr.path}: {w}" for w in tr.warnings)
+        parts.append(_convert(tr, index, tr.clock_base - base))
+        if (tr.records["op"] == fmt.OP["set_view"]).any():
+            job.notes.append(f"{tr.path}: the program set a file view; MPI-IO "
+                             "offsets are in etypes of that view (byte offsets "
+                             "are exact at the POSIX layer only)")
+        job.nprocs = max(job.nprocs, tr.nranks)
+        job.hints.update(tr.meta.get("hints") or {})
+    job.ops = np.concatenate(parts) if parts else np.zeros(0, OPS)
+    _fill_stats(job)
+    if len(job.ops):
+        job.runtime = float(job.ops["t_end"].max() - min(0.0, job.ops["t_start"].min()))
+    return job
+
+
+def _file_info(tr: fmt.Trace) -> FileInfo:
+    meta = tr.meta
+    hints = meta.get("hints") or {}
+    info = FileInfo(path=str(meta.get("path") or tr.path), nranks=tr.nranks,
+                    shared=tr.nranks > 1)
+    info.aggregators = [int(r) for r in (meta.get("aggregators") or
+                                         np.flatnonzero(tr.ranks["aggregator"]))]
+    info.stripe_size = _int_hint(hints, "striping_unit")
+    info.stripe_count = _int_hint(hints, "striping_factor")
+    return info
+
+
+def _int_hint(hints: dict, key: str) -> int:
+    try:
+        return int(str(hints.get(key, 0)).strip() or 0)
+    except ValueError:
+        return 0
+
+
+def _convert(tr: fmt.Trace, file_index: int, shift: float) -> np.ndarray:
+    rec = tr.records
+    code = np.minimum(rec["op"], 63)
+    out = np.empty(len(rec), OPS)
+    out["t_start"] = rec["t_start"] + shift
+    out["t_end"] = rec["t_end"] + shift
+    out["rank"] = rec["rank"]
+    out["file"] = file_index
+    out["layer"] = _LAYER[code]
+    out["kind"] = _KIND[code]
+    api = out["layer"] == MPIIO
+    out["length"] = np.where(api, rec["length"] * np.maximum(rec["type_size"], 1),
+                             rec["length"])
+    out["offset"] = _byte_offsets(rec, api)
+    coll = api & ((rec["flags"] & fmt.FLAG_API_COLLECTIVE) != 0)
+    agg = ~api & ((rec["flags"] & fmt.FLAG_POSIX_AGGREGATOR) != 0)
+    out["flags"] = np.where(coll, F_COLLECTIVE, 0) | np.where(agg, F_AGGREGATOR, 0)
+    return out[out["layer"] != 0]
+
+
+def _byte_offsets(rec, api):
+    """API offsets are in etypes of the current view.  Without a set_view
+    record the view is the default (etype MPI_BYTE), so they are bytes;
+    otherwise the view's displacement and etype are not in the trace and the
+    API offsets are kept as they are (the POSIX layer has the bytes)."""
+    return rec["offset"].astype(np.int64)
+
+
+def _fill_stats(job: Job) -> None:
+    for f, layer, ops in group_by_file_layer(job.ops):
+        info = job.files[f]
+        alignment = info.stripe_size or DEFAULT_ALIGNMENT
+        info.layers[layer] = layer_stats(ops, alignment)
+        if layer == POSIX:
+            info.posix_ranks = data_ranks(ops)
+    for info in job.files:
+        api = info.layers.get(MPIIO)
+        if api:
+            info.nranks = max(info.nranks, len(api.rank_bytes))

@@ -1,0 +1,104 @@
+/*
+ * errors.c - error codes to text, errno mapping, the per-thread detailed
+ * message, and the agreement that makes every collective's outcome the same
+ * on all ranks (as ROMIO's collective writes end in an Allreduce of the
+ * error code).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* The one piece of per-thread state: like errno, the detail of the last
+ * failure on this thread, read with aggio_error_message(). */
+static _Thread_local char last_message[AGGIO_ERRMSG_LEN];
+
+const char *aggio_strerror(int code) {
+  switch (code) {
+  case AGGIO_SUCCESS:
+    return "success";
+#define AGGIO__ERR_CASE(name, value, msg) \
+  case AGGIO_ERR_##name:                  \
+    return msg;
+    AGGIO_ERRNO_MAP(AGGIO__ERR_CASE)
+#undef AGGIO__ERR_CASE
+  default:
+    return "unknown aggio error code";
+  }
+}
+
+const char *aggio_error_message(void) { return last_message; }
+
+int aggio__fail(struct aggio__err *e, int code, const char *fmt, ...) {
+  if (e->code != 0)
+    return e->code; /* the first failure is the one to report */
+  e->code = code;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+  va_end(ap);
+  return code;
+}
+
+int aggio__errno_code(int err) {
+  switch (err) {
+  case ENOENT:
+    return AGGIO_ERR_NO_SUCH_FILE;
+  case EEXIST:
+    return AGGIO_ERR_FILE_EXISTS;
+  case EACCES:
+  case EPERM:
+  case EROFS:
+    return AGGIO_ERR_ACCESS;
+  case ENOSPC:
+  case EDQUOT:
+  case EFBIG:
+    return AGGIO_ERR_NO_SPACE;
+  case ENOMEM:
+    return AGGIO_ERR_NOMEM;
+  case ENAMETOOLONG:
+  case ENOTDIR:
+  case EISDIR:
+  case ELOOP:
+    return AGGIO_ERR_NAME;
+  case EBUSY:
+  case ETXTBSY:
+    return AGGIO_ERR_FILE_IN_USE;
+  case EINVAL:
+    return AGGIO_ERR_ARG;
+  default:
+    return AGGIO_ERR_IO;
+  }
+}
+
+int aggio__agree(MPI_Comm comm, struct aggio__err *e) {
+  int rank;
+  MPI_Comm_rank(comm, &rank);
+  struct {
+    int code;
+    int rank;
+  } mine = {e->code, rank}, low;
+  /* MINLOC: error codes are negative, so the most negative code wins and
+   * ties go to the lowest rank; 0 survives only if every rank succeeded. */
+  if (MPI_Allreduce(&mine, &low, 1, MPI_2INT, MPI_MINLOC, comm) != MPI_SUCCESS)
+    return aggio__fail(e, AGGIO_ERR_MPI, "rank %d: MPI_Allreduce failed while "
+                       "agreeing on the outcome", rank);
+  if (low.code != 0 && e->code == 0) {
+    e->code = low.code;
+    snprintf(e->msg, sizeof e->msg, "rank %d failed: %s", low.rank,
+             aggio_strerror(low.code));
+  }
+  return e->code;
+}
+
+int aggio__finish(const struct aggio__err *e) {
+  if (e->code != 0) {
+    size_t n = strlen(e->msg);
+    if (n >= sizeof last_message)
+      n = sizeof last_message - 1;
+    memcpy(last_message, e->msg, n);
+    last_message[n] = '\0';
+  }
+  return e->code;
+}

@@ -1,0 +1,595 @@
+/*
+ * file.c - opening, closing and managing files: access modes, hints,
+ * topology and aggregators, file-system detection (type, block size,
+ * whether O_DIRECT works), views, size, sync, info.
+ *
+ * Every collective here ends in aggio__agree(), so that a failure on one
+ * rank (a bad argument, a refused open) is an error on all of them.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include "flatten.h"
+#include "info.h"
+#include "internal.h"
+
+#define AGGIO_DELETE_ON_CLOSE_FLAG MPI_MODE_DELETE_ON_CLOSE
+
+/* ---- access modes --------------------------------------------------------- */
+
+static int check_amode(int amode, struct aggio__err *e) {
+  int rw = !!(amode & MPI_MODE_RDONLY) + !!(amode & MPI_MODE_WRONLY) +
+           !!(amode & MPI_MODE_RDWR);
+  if (rw != 1)
+    return aggio__fail(e, AGGIO_ERR_AMODE, "amode must have exactly one of "
+                       "MPI_MODE_RDONLY, MPI_MODE_WRONLY, MPI_MODE_RDWR (got %#x)", amode);
+  if ((amode & MPI_MODE_RDONLY) && (amode & (MPI_MODE_CREATE | MPI_MODE_EXCL)))
+    return aggio__fail(e, AGGIO_ERR_AMODE, "MPI_MODE_RDONLY cannot be combined "
+                       "with MPI_MODE_CREATE or MPI_MODE_EXCL");
+  if ((amode & MPI_MODE_RDWR) && (amode & MPI_MODE_SEQUENTIAL))
+    return aggio__fail(e, AGGIO_ERR_AMODE, "MPI_MODE_SEQUENTIAL cannot be "
+                       "combined with MPI_MODE_RDWR");
+  if (amode & MPI_MODE_SEQUENTIAL)
+    return aggio__fail(e, AGGIO_ERR_UNSUPPORTED, "MPI_MODE_SEQUENTIAL is not "
+                       "supported (shared file pointers are not implemented)");
+  return 0;
+}
+
+/* ---- file system detection (rank 0, broadcast) ---------------------------- */
+
+struct fs_info {
+  int64_t block;
+  int dio_ok;          /* O_DIRECT open succeeded on rank 0 */
+  char fstype[32];
+  char dio_reason[160];
+};
+
+static const char *fs_name(long magic) {
+  switch ((unsigned long)magic) {
+  case 0xEF53: return "ext4";
+  case 0x58465342: return "xfs";
+  case 0x01021994: return "tmpfs";
+  case 0x0BD00BD0: return "lustre";
+  case 0x47504653: return "gpfs";
+  case 0x6969: return "nfs";
+  case 0x9123683E: return "btrfs";
+  case 0x794c7630: return "overlayfs";
+  case 0x19830326: return "beegfs";
+  case 0x65735546: return "fuse";
+  default: return "unknown";
+  }
+}
+
+static void detect_fs(aggio_file fh, struct fs_info *fi) {
+  struct statfs sf;
+  struct stat st;
+  memset(fi, 0, sizeof *fi);
+  fi->block = 4096;
+  snprintf(fi->fstype, sizeof fi->fstype, "unknown");
+  if (fstatfs(fh->fd, &sf) == 0)
+    snprintf(fi->fstype, sizeof fi->fstype, "%s", fs_name((long)sf.f_type));
+  if (fstat(fh->fd, &st) == 0 && st.st_blksize > fi->block)
+    fi->block = st.st_blksize;
+  if (fh->amode & MPI_MODE_RDONLY) {
+    snprintf(fi->dio_reason, sizeof fi->dio_reason, "file opened read-only");
+    return;
+  }
+  if (fh->hints.direct_io.num == AGGIO_DISABLE)
+    return;
+  int fd = open(fh->path, O_WRONLY | O_DIRECT);
+  if (fd < 0) {
+    snprintf(fi->dio_reason, sizeof fi->dio_reason,
+             "file system %s refuses O_DIRECT (%s)", fi->fstype, strerror(errno));
+    return;
+  }
+  close(fd);
+  fi->dio_ok = 1;
+}
+
+/* ---- opening -------------------------------------------------------------- */
+
+static int open_flags(int amode) {
+  if (amode & MPI_MODE_RDONLY)
+    return O_RDONLY;
+  /* Aggregators read-modify-write holes, so write-only files open O_RDWR
+   * where permissions allow. */
+  return O_RDWR;
+}
+
+static int posix_open(aggio_file fh, int create, struct aggio__err *e) {
+  int flags = open_flags(fh->amode);
+  if (create && (fh->amode & MPI_MODE_CREATE))
+    flags |= O_CREAT;
+  if (create && (fh->amode & MPI_MODE_EXCL))
+    flags |= O_EXCL;
+  double t0 = fh->trace ? aggio__now() : 0.0;
+  fh->fd = open(fh->path, flags, 0666);
+  if (fh->fd < 0 && errno == EACCES && (fh->amode & MPI_MODE_WRONLY))
+    fh->fd = open(fh->path, (flags & ~O_RDWR) | O_WRONLY, 0666);
+  if (fh->fd < 0)
+    return aggio__fail(e, aggio__errno_code(errno), "rank %d: open(%s): %s",
+                       fh->rank, fh->path, strerror(errno));
+  if (fh->trace)
+    aggio__trace_record(fh->trace, AGGIO_OP_POSIX_OPEN, -1, 0, 0, t0,
+                        aggio__now(), 0);
+  return 0;
+}
+
+/* Rank 0 creates (and checks MPI_MODE_EXCL) first; the others open once it
+ * has.  With romio_no_indep_rw only aggregators open at all. */
+static int open_everywhere(aggio_file fh, struct aggio__err *e) {
+  int rc0 = 0;
+  if (fh->rank == 0)
+    rc0 = posix_open(fh, 1, e);
+  MPI_Bcast(&rc0, 1, MPI_INT, 0, fh->comm);
+  if (rc0 != 0) {
+    if (fh->rank != 0)
+      aggio__fail(e, rc0, "rank 0 failed to open %s: %s", fh->path,
+                  aggio_strerror(rc0));
+    return rc0;
+  }
+  int needs_fd = !fh->hints.no_indep_rw.num || fh->my_aggr_index >= 0 || fh->rank == 0;
+  if (fh->rank != 0 && needs_fd)
+    posix_open(fh, 0, e);
+  struct fs_info fi;
+  if (fh->rank == 0)
+    detect_fs(fh, &fi);
+  MPI_Bcast(&fi, (int)sizeof fi, MPI_BYTE, 0, fh->comm);
+  fh->block = fi.block;
+  fh->dio_align = fi.block > 4096 ? fi.block : 4096;
+  snprintf(fh->fstype, sizeof fh->fstype, "%s", fi.fstype);
+  if (fi.dio_reason[0])
+    snprintf(fh->hints.direct_io.ignored, sizeof fh->hints.direct_io.ignored,
+             "%s", fi.dio_reason);
+  if (fi.dio_ok && fh->fd >= 0) {
+    fh->fd_direct = open(fh->path, O_WRONLY | O_DIRECT);
+    fh->dio = fh->fd_direct >= 0 ? AGGIO_DIO_ON : AGGIO_DIO_OFF;
+  }
+  return e->code;
+}
+
+/* Hints the file system cannot honour are kept, marked "ignored". */
+static void mark_unhonoured(aggio_file fh) {
+  struct aggio__hint_value *sf = &fh->hints.striping_factor;
+  if (sf->num > 0 && strcmp(fh->fstype, "lustre") != 0)
+    snprintf(sf->ignored, sizeof sf->ignored, "file system %s does not stripe",
+             fh->fstype);
+  else if (sf->num > 0)
+    snprintf(sf->ignored, sizeof sf->ignored, "aggio sets no Lustre layout; "
+             "use lfs setstripe -c %lld", (long long)sf->num);
+}
+
+static void default_view(aggio_file fh) {
+  fh->view.disp = 0;
+  fh->view.etype = MPI_BYTE;
+  fh->view.filetype = MPI_BYTE;
+  fh->view.etype_size = 1;
+  fh->view.ft = NULL;
+}
+
+static const char *getenv_nonempty(const char *name) {
+  const char *v = getenv(name);
+  return v && *v && strcmp(v, "0") != 0 ? v : NULL;
+}
+
+/* Statistics, timers, placement display and trace, all off unless asked. */
+static int observability_open(aggio_file fh, struct aggio__err *e) {
+  if (fh->hints.stats.num || fh->hints.timers.num) {
+    fh->stats = aggio__stats_new((int)fh->hints.timers.num);
+    if (!fh->stats)
+      aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: out of memory", fh->rank);
+  }
+  int rc = aggio__trace_open(fh, fh->hints.trace.str, fh->hints.trace_memory.num,
+                             &fh->trace);
+  if (rc != 0)
+    aggio__fail(e, rc, "rank %d: cannot start the trace: %s", fh->rank,
+                aggio_strerror(rc));
+  if (fh->hints.placement_display.num)
+    aggio__placement_display(fh);
+  return e->code;
+}
+
+static void release(aggio_file fh) {
+  if (!fh)
+    return;
+  if (fh->fd >= 0)
+    close(fh->fd);
+  if (fh->fd_direct >= 0)
+    close(fh->fd_direct);
+  if (fh->view.etype != MPI_BYTE && fh->view.etype != MPI_DATATYPE_NULL)
+    MPI_Type_free(&fh->view.etype);
+  if (fh->view.filetype != MPI_BYTE && fh->view.filetype != MPI_DATATYPE_NULL)
+    MPI_Type_free(&fh->view.filetype);
+  if (fh->view.ft)
+    aggio__flat_release(fh->view.ft);
+  aggio__topology_free(fh);
+  free(fh->stats);
+  free(fh->bounce);
+  if (fh->comm != MPI_COMM_NULL)
+    MPI_Comm_free(&fh->comm);
+  free(fh->path);
+  free(fh);
+}
+
+static aggio_file new_handle(MPI_Comm comm, const char *filename, int amode,
+                             struct aggio__err *e) {
+  aggio_file fh = calloc(1, sizeof *fh);
+  if (!fh) {
+    aggio__fail(e, AGGIO_ERR_NOMEM, "out of memory");
+    return NULL;
+  }
+  fh->fd = fh->fd_direct = -1;
+  fh->comm = MPI_COMM_NULL;
+  fh->amode = amode;
+  fh->block = fh->dio_align = 4096;
+  default_view(fh);
+  fh->path = strdup(filename);
+  if (!fh->path || MPI_Comm_dup(comm, &fh->comm) != MPI_SUCCESS) {
+    aggio__fail(e, AGGIO_ERR_NOMEM, "out of memory or MPI_Comm_dup failed");
+    fh->comm = MPI_COMM_NULL;
+    return fh;
+  }
+  /* The library must never abort the application: MPI errors on the
+   * file's communicator come back as codes. */
+  MPI_Comm_set_errhandler(fh->comm, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(fh->comm, &fh->rank);
+  MPI_Comm_size(fh->comm, &fh->nprocs);
+  return fh;
+}
+
+/* Arguments every rank checks alone, agreed over the user's communicator. */
+static int check_open_args(MPI_Comm comm, const char *filename, int amode,
+                           aggio_file *fh_out, struct aggio__err *e) {
+  int rank;
+  MPI_Comm_rank(comm, &rank);
+  if (!fh_out)
+    aggio__fail(e, AGGIO_ERR_ARG, "rank %d: fh is NULL", rank);
+  else if (!filename || !*filename)
+    aggio__fail(e, AGGIO_ERR_NAME, "rank %d: file name is NULL or empty", rank);
+  else if (check_amode(amode, e) != 0)
+    snprintf(e->msg + strlen(e->msg), sizeof e->msg - strlen(e->msg), " (rank %d)", rank);
+  int range[2] = {amode, -amode}, agreed[2];
+  MPI_Allreduce(range, agreed, 2, MPI_INT, MPI_MIN, comm);
+  if (e->code == 0 && agreed[0] != -agreed[1])
+    aggio__fail(e, AGGIO_ERR_NOT_SAME, "rank %d: amode differs between ranks", rank);
+  return aggio__agree(comm, e);
+}
+
+int aggio_file_open(MPI_Comm comm, const char *filename, int amode,
+                    MPI_Info info, aggio_file *fh_out) {
+  struct aggio__err e = {0};
+  if (comm == MPI_COMM_NULL) {
+    aggio__fail(&e, AGGIO_ERR_ARG, "communicator is MPI_COMM_NULL");
+    return aggio__finish(&e);
+  }
+  double t0 = aggio__now();
+  if (fh_out)
+    *fh_out = AGGIO_FILE_NULL;
+  if (check_open_args(comm, filename, amode, fh_out, &e) != 0)
+    return aggio__finish(&e);
+  aggio_file fh = new_handle(comm, filename, amode, &e);
+  if (aggio__agree(comm, &e) != 0) {
+    release(fh);
+    return aggio__finish(&e);
+  }
+  aggio__hints_gather(&fh->hints, info, fh->path, fh->rank, 1);
+  if (aggio__hints_check_same(fh->comm, &fh->hints, fh->rank, &e) == 0)
+    aggio__topology(fh, &e);
+  if (aggio__agree(fh->comm, &e) == 0)
+    open_everywhere(fh, &e);
+  if (aggio__agree(fh->comm, &e) == 0)
+    observability_open(fh, &e);
+  if (aggio__agree(fh->comm, &e) != 0) {
+    release(fh);
+    return aggio__finish(&e);
+  }
+  mark_unhonoured(fh);
+  fh->strategy = aggio__strategy_find(fh->hints.strategy.str);
+  if (!fh->strategy)
+    fh->strategy = &aggio__strategy_auto;
+  if (amode & MPI_MODE_APPEND) {
+    MPI_Offset size = 0;
+    aggio__file_size(fh, &size, &e);
+    fh->fp_ind = size;
+  }
+  if (fh->rank == 0 && getenv_nonempty("AGGIO_HINTS_DISPLAY"))
+    aggio__hints_display(&fh->hints, fh->path, stdout);
+  fh->open_time = aggio__now() - t0;
+  if (fh->stats)
+    aggio__phase_add(fh->stats, AGGIO_P_OPEN, fh->open_time);
+  if (fh->trace)
+    aggio__trace_record(fh->trace, AGGIO_OP_OPEN, -1, 0, 0, t0, aggio__now(), 0);
+  *fh_out = fh;
+  return AGGIO_SUCCESS;
+}
+
+int aggio_file_close(aggio_file *fhp) {
+  struct aggio__err e = {0};
+  if (!fhp || !*fhp) {
+    aggio__fail(&e, AGGIO_ERR_BAD_FILE, "fh is NULL");
+    return aggio__finish(&e);
+  }
+  aggio_file fh = *fhp;
+  double t0 = aggio__now();
+  if (fh->fd_direct >= 0 && close(fh->fd_direct) != 0)
+    aggio__fail(&e, aggio__errno_code(errno), "rank %d: close(%s): %s", fh->rank,
+                fh->path, strerror(errno));
+  fh->fd_direct = -1;
+  if (fh->fd >= 0) {
+    double c0 = fh->trace ? aggio__now() : 0.0;
+    if (close(fh->fd) != 0)
+      aggio__fail(&e, aggio__errno_code(errno), "rank %d: close(%s): %s",
+                  fh->rank, fh->path, strerror(errno));
+    if (fh->trace)
+      aggio__trace_record(fh->trace, AGGIO_OP_POSIX_CLOSE, -1, 0, 0, c0,
+                          aggio__now(), 0);
+  }
+  fh->fd = -1;
+  MPI_Barrier(fh->comm); /* every rank closed before any unlink */
+  if ((fh->amode & MPI_MODE_DELETE_ON_CLOSE) && fh->rank == 0 &&
+      unlink(fh->path) != 0)
+    aggio__fail(&e, aggio__errno_code(errno), "rank 0: unlink(%s): %s", fh->path,
+                strerror(errno));
+  if (fh->stats)
+    aggio__phase_add(fh->stats, AGGIO_P_CLOSE, aggio__now() - t0);
+  if (fh->trace) {
+    aggio__trace_record(fh->trace, AGGIO_OP_CLOSE, -1, 0, 0, t0, aggio__now(), 0);
+    int rc = aggio__trace_close(fh, fh->trace);
+    fh->trace = NULL;
+    if (rc != 0)
+      aggio__fail(&e, rc, "rank %d: writing the trace failed: %s", fh->rank,
+                  aggio_strerror(rc));
+  }
+  if (fh->stats)
+    aggio__stats_close(fh);
+  aggio__agree(fh->comm, &e);
+  release(fh);
+  *fhp = AGGIO_FILE_NULL;
+  return aggio__finish(&e);
+}
+
+int aggio_file_delete(const char *filename, MPI_Info info) {
+  struct aggio__err e = {0};
+  (void)info;
+  if (!filename || !*filename)
+    aggio__fail(&e, AGGIO_ERR_NAME, "file name is NULL or empty");
+  else if (unlink(filename) != 0)
+    aggio__fail(&e, aggio__errno_code(errno), "unlink(%s): %s", filename,
+                strerror(errno));
+  return aggio__finish(&e);
+}
+
+/* ---- views ---------------------------------------------------------------- */
+
+static int is_named(MPI_Datatype t) {
+  int ni, na, nd, combiner;
+  MPI_Type_get_envelope(t, &ni, &na, &nd, &combiner);
+  return combiner == MPI_COMBINER_NAMED;
+}
+
+static int check_view(aggio_file fh, MPI_Offset disp, MPI_Datatype etype,
+                      MPI_Datatype filetype, const char *datarep,
+                      struct aggio__flat **ft, int64_t *esize,
+                      struct aggio__err *e) {
+  char msg[256] = "";
+  struct aggio__flat *ef = NULL;
+  if (!datarep || strcasecmp(datarep, "native") != 0)
+    return aggio__fail(e, AGGIO_ERR_UNSUPPORTED, "rank %d: data representation "
+                       "\"%s\" is not supported (only \"native\")", fh->rank,
+                       datarep ? datarep : "(null)");
+  if (disp < 0)
+    return aggio__fail(e, AGGIO_ERR_OFFSET, "rank %d: negative displacement %lld",
+                       fh->rank, (long long)disp);
+  int rc = aggio__flatten(etype, &ef, msg, sizeof msg);
+  if (rc != 0)
+    return aggio__fail(e, rc, "rank %d: etype: %s", fh->rank, msg);
+  *esize = ef->size;
+  aggio__flat_release(ef);
+  if (*esize <= 0)
+    return aggio__fail(e, AGGIO_ERR_TYPE, "rank %d: etype has size 0", fh->rank);
+  rc = aggio__flatten(filetype, ft, msg, sizeof msg);
+  if (rc != 0)
+    return aggio__fail(e, rc, "rank %d: filetype: %s", fh->rank, msg);
+  if ((*ft)->size % *esize != 0 || (*ft)->size == 0)
+    rc = aggio__fail(e, AGGIO_ERR_TYPE, "rank %d: filetype size %lld is not a "
+                     "positive multiple of the etype size %lld", fh->rank,
+                     (long long)(*ft)->size, (long long)*esize);
+  else if (!aggio__flat_is_monotonic(*ft))
+    rc = aggio__fail(e, AGGIO_ERR_TYPE, "rank %d: filetype displacements must "
+                     "be monotonically non-decreasing and not overlap", fh->rank);
+  if (rc != 0) {
+    aggio__flat_release(*ft);
+    *ft = NULL;
+  }
+  return rc;
+}
+
+static MPI_Datatype keep_type(MPI_Datatype t) {
+  MPI_Datatype d = t;
+  if (!is_named(t))
+    MPI_Type_dup(t, &d);
+  return d;
+}
+
+/* After hints change: recompute what depends on them. */
+static void hints_changed(aggio_file fh, struct aggio__err *e) {
+  aggio__topology_free(fh);
+  aggio__topology(fh, e);
+  if (fh->hints.direct_io.num == AGGIO_DISABLE)
+    fh->dio = AGGIO_DIO_OFF;
+  mark_unhonoured(fh);
+  const struct aggio__strategy_ops *s = aggio__strategy_find(fh->hints.strategy.str);
+  fh->strategy = s ? s : &aggio__strategy_auto;
+}
+
+static int apply_info(aggio_file fh, MPI_Info info, struct aggio__err *e) {
+  if (info == MPI_INFO_NULL)
+    return 0;
+  struct aggio__hints h = fh->hints;
+  aggio__hints_gather(&h, info, fh->path, fh->rank, 0);
+  if (aggio__hints_check_same(fh->comm, &h, fh->rank, e) == 0) {
+    fh->hints = h;
+    hints_changed(fh, e);
+  }
+  return e->code;
+}
+
+int aggio_file_set_view(aggio_file fh, MPI_Offset disp, MPI_Datatype etype,
+                        MPI_Datatype filetype, const char *datarep,
+                        MPI_Info info) {
+  struct aggio__err e = {0};
+  if (!fh) {
+    aggio__fail(&e, AGGIO_ERR_BAD_FILE, "fh is NULL");
+    return aggio__finish(&e);
+  }
+  struct aggio__flat *ft = NULL;
+  int64_t esize = 0;
+  check_view(fh, disp, etype, filetype, datarep, &ft, &esize, &e);
+  if (aggio__agree(fh->comm, &e) != 0 || apply_info(fh, info, &e) != 0 ||
+      aggio__agree(fh->comm, &e) != 0) {
+    if (ft)
+      aggio__flat_release(ft);
+    return aggio__finish(&e);
+  }
+  struct aggio__view old = fh->view;
+  fh->view.disp = disp;
+  fh->view.etype = keep_type(etype);
+  fh->view.filetype = keep_type(filetype);
+  fh->view.etype_size = esize;
+  fh->view.ft = ft;
+  if (old.etype != MPI_BYTE && !is_named(old.etype))
+    MPI_Type_free(&old.etype);
+  if (old.filetype != MPI_BYTE && !is_named(old.filetype))
+    MPI_Type_free(&old.filetype);
+  if (old.ft)
+    aggio__flat_release(old.ft);
+  fh->fp_ind = 0;
+  return AGGIO_SUCCESS;
+}
+
+int aggio_file_get_view(aggio_file fh, MPI_Offset *disp, MPI_Datatype *etype,
+                        MPI_Datatype *filetype, char *datarep) {
+  struct aggio__err e = {0};
+  if (!fh)
+    aggio__fail(&e, AGGIO_ERR_BAD_FILE, "fh is NULL");
+  else if (!disp || !etype || !filetype || !datarep)
+    aggio__fail(&e, AGGIO_ERR_ARG, "rank %d: NULL argument", fh->rank);
+  else {
+    *disp = fh->view.disp;
+    *etype = keep_type(fh->view.etype);
+    *filetype = keep_type(fh->view.filetype);
+    strcpy(datarep, "native");
+  }
+  return aggio__finish(&e);
+}
+
+/* ---- size, sync, info ----------------------------------------------------- */
+
+int aggio__file_size(aggio_file fh, MPI_Offset *size, struct aggio__err *e) {
+  struct stat st;
+  int rc = fh->fd >= 0 ? fstat(fh->fd, &st) : stat(fh->path, &st);
+  if (rc != 0)
+    return aggio__fail(e, aggio__errno_code(errno), "rank %d: stat(%s): %s",
+                       fh->rank, fh->path, strerror(errno));
+  *size = (MPI_Offset)st.st_size;
+  return 0;
+}
+
+int aggio_file_get_size(aggio_file fh, MPI_Offset *size) {
+  struct aggio__err e = {0};
+  if (!fh)
+    aggio__fail(&e, AGGIO_ERR_BAD_FILE, "fh is NULL");
+  else if (!size)
+    aggio__fail(&e, AGGIO_ERR_ARG, "rank %d: size is NULL", fh->rank);
+  else
+    aggio__file_size(fh, size, &e);
+  return aggio__finish(&e);
+}
+
+int aggio_file_set_size(aggio_file fh, MPI_Offset size) {
+  struct aggio__err e = {0};
+  if (!fh) {
+    aggio__fail(&e, AGGIO_ERR_BAD_FILE, "fh is NULL");
+    return aggio__finish(&e);
+  }
+  if (size < 0)
+    aggio__fail(&e, AGGIO_ERR_OFFSET, "rank %d: negative size %lld", fh->rank,
+                (long long)size);
+  else if (fh->amode & MPI_MODE_RDONLY)
+    aggio__fail(&e, AGGIO_ERR_READ_ONLY, "rank %d: file is read-only", fh->rank);
+  MPI_Offset range[2] = {size, -size}, agreed[2];
+  MPI_Allreduce(range, agreed, 2, MPI_OFFSET, MPI_MIN, fh->comm);
+  if (e.code == 0 && agreed[0] != -agreed[1])
+    aggio__fail(&e, AGGIO_ERR_NOT_SAME, "rank %d: size differs between ranks",
+                fh->rank);
+  if (aggio__agree(fh->comm, &e) == 0 && fh->rank == 0) {
+    double t0 = fh->trace ? aggio__now() : 0.0;
+    if (ftruncate(fh->fd, (off_t)size) != 0)
+      aggio__fail(&e, aggio__errno_code(errno), "rank 0: ftruncate(%s): %s",
+                  fh->path, strerror(errno));
+    if (fh->trace)
+      aggio__trace_record(fh->trace, AGGIO_OP_POSIX_FTRUNCATE, size, 0, 0, t0,
+                          aggio__now(), 0);
+  }
+  aggio__agree(fh->comm, &e);
+  return aggio__finish(&e);
+}
+
+int aggio_file_sync(aggio_file fh) {
+  struct aggio__err e = {0};
+  if (!fh) {
+    aggio__fail(&e, AGGIO_ERR_BAD_FILE, "fh is NULL");
+    return aggio__finish(&e);
+  }
+  double t0 = fh->trace ? aggio__now() : 0.0;
+  aggio__fsync(fh, &e);
+  aggio__agree(fh->comm, &e);
+  if (fh->trace)
+    aggio__trace_record(fh->trace, AGGIO_OP_SYNC, -1, 0, 0, t0, aggio__now(), 2);
+  return aggio__finish(&e);
+}
+
+int aggio_file_get_amode(aggio_file fh, int *amode) {
+  struct aggio__err e = {0};
+  if (!fh || !amode)
+    aggio__fail(&e, fh ? AGGIO_ERR_ARG : AGGIO_ERR_BAD_FILE, "NULL argument");
+  else
+    *amode = fh->amode;
+  return aggio__finish(&e);
+}
+
+int aggio_file_get_group(aggio_file fh, MPI_Group *group) {
+  struct aggio__err e = {0};
+  if (!fh || !group)
+    aggio__fail(&e, fh ? AGGIO_ERR_ARG : AGGIO_ERR_BAD_FILE, "NULL argument");
+  else
+    MPI_Comm_group(fh->comm, group);
+  return aggio__finish(&e);
+}
+
+int aggio_file_set_info(aggio_file fh, MPI_Info info) {
+  struct aggio__err e = {0};
+  if (!fh) {
+    aggio__fail(&e, AGGIO_ERR_BAD_FILE, "fh is NULL");
+    return aggio__finish(&e);
+  }
+  apply_info(fh, info, &e);
+  aggio__agree(fh->comm, &e);
+  return aggio__finish(&e);
+}
+
+int aggio_file_get_info(aggio_file fh, MPI_Info *info_used) {
+  struct aggio__err e = {0};
+  if (!fh || !info_used)
+    aggio__fail(&e, fh ? AGGIO_ERR_ARG : AGGIO_ERR_BAD_FILE, "NULL argument");
+  else if (aggio__hints_to_info(&fh->hints, info_used) != 0)
+    aggio__fail(&e, AGGIO_ERR_MPI, "rank %d: MPI_Info_create failed", fh->rank);
+  return aggio__finish(&e);
+}

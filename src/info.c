@@ -1,0 +1,236 @@
+/*
+ * info.c - the hints in effect for a file: gathered from the three sources
+ * in their order of precedence (hints.h), checked to agree across ranks
+ * where they must (as ROMIO's hint_fns.c does), displayed on request
+ * (AGGIO_HINTS_DISPLAY=1, like MPICH_MPIIO_HINTS_DISPLAY), and returned as
+ * an MPI_Info by aggio_file_get_info.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "info.h"
+
+struct apply_ctx {
+  struct aggio__hints *h;
+  enum aggio__hint_source source;
+  int rank;
+  int quiet;
+};
+
+/* Malformed values keep the previous value; rank 0 says so on stderr, the
+ * one place the library speaks unasked, because a hint the user believes is
+ * in effect and is not is worse than a line of output. */
+static void apply_one(void *vctx, const char *key, const char *value) {
+  struct apply_ctx *c = vctx;
+  char warn[512];
+  if (aggio__hints_set(c->h, key, value, c->source, warn, sizeof warn) < 0 &&
+      c->rank == 0 && !c->quiet)
+    fprintf(stderr, "aggio: warning: %s\n", warn);
+}
+
+static char *read_text_file(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return NULL;
+  size_t cap = 4096, n = 0;
+  char *buf = malloc(cap);
+  while (buf) {
+    size_t got = fread(buf + n, 1, cap - n - 1, f);
+    n += got;
+    if (got == 0)
+      break;
+    if (n + 1 >= cap) {
+      char *nb = realloc(buf, cap * 2);
+      if (!nb) {
+        free(buf);
+        buf = NULL;
+        break;
+      }
+      buf = nb;
+      cap *= 2;
+    }
+  }
+  fclose(f);
+  if (buf)
+    buf[n] = '\0';
+  return buf;
+}
+
+static void apply_file(struct apply_ctx *c, const char *path) {
+  char err[256];
+  char *text = read_text_file(path);
+  if (!text) {
+    if (c->rank == 0 && !c->quiet)
+      fprintf(stderr, "aggio: warning: cannot read AGGIO_HINTS_FILE %s\n", path);
+    return;
+  }
+  if (aggio__hints_parse_file(text, apply_one, c, err, sizeof err) != 0 &&
+      c->rank == 0 && !c->quiet)
+    fprintf(stderr, "aggio: warning: %s: %s\n", path, err);
+  free(text);
+}
+
+static void apply_info(struct apply_ctx *c, MPI_Info info) {
+  if (info == MPI_INFO_NULL)
+    return;
+  int nkeys = 0;
+  MPI_Info_get_nkeys(info, &nkeys);
+  for (int i = 0; i < nkeys; i++) {
+    char key[MPI_MAX_INFO_KEY + 1];
+    char value[AGGIO_HINT_STRLEN + 1];
+    int flag = 0;
+    MPI_Info_get_nthkey(info, i, key);
+    MPI_Info_get(info, key, AGGIO_HINT_STRLEN, value, &flag);
+    if (flag)
+      apply_one(c, key, value);
+  }
+}
+
+static void apply_env(struct apply_ctx *c, const char *path) {
+  char err[256];
+  const char *spec = getenv("AGGIO_HINTS");
+  if (spec && *spec &&
+      aggio__hints_parse_env(spec, path, apply_one, c, err, sizeof err) != 0 &&
+      c->rank == 0 && !c->quiet)
+    fprintf(stderr, "aggio: warning: AGGIO_HINTS: %s\n", err);
+  /* Switches that have an environment variable of their own. */
+  static const struct {
+    const char *env, *key;
+  } own[] = {{"AGGIO_EMULATE_NODES", "aggio_emulate_nodes"},
+             {"AGGIO_STATS", "aggio_stats"},
+             {"AGGIO_TIMERS", "aggio_timers"},
+             {"AGGIO_AGGREGATOR_PLACEMENT_DISPLAY", "aggio_aggregator_placement_display"},
+             {"AGGIO_TRACE", "aggio_trace"}};
+  for (size_t i = 0; i < sizeof own / sizeof own[0]; i++) {
+    const char *v = getenv(own[i].env);
+    if (v && *v)
+      apply_one(c, own[i].key, v);
+  }
+}
+
+void aggio__hints_gather(struct aggio__hints *h, MPI_Info info, const char *path,
+                         int rank, int with_defaults) {
+  struct apply_ctx c = {h, AGGIO_HS_FILE, rank, 0};
+  if (with_defaults) {
+    aggio__hints_defaults(h);
+    const char *file = getenv("AGGIO_HINTS_FILE");
+    if (file && *file)
+      apply_file(&c, file);
+  }
+  c.source = AGGIO_HS_INFO;
+  apply_info(&c, info);
+  c.source = AGGIO_HS_ENV;
+  apply_env(&c, path);
+}
+
+/* "key=value;" for every hint that must match, in table order. */
+static size_t must_match_string(const struct aggio__hints *h, char *out, size_t cap) {
+  size_t n = 0;
+  out[0] = '\0';
+  for (size_t i = 0; i < aggio__hint_count; i++) {
+    const struct aggio__hint_desc *d = &aggio__hint_table[i];
+    if (!d->must_match)
+      continue;
+    const struct aggio__hint_value *v =
+        (const struct aggio__hint_value *)((const char *)h + d->offset);
+    int w = snprintf(out + n, cap - n, "%s=%s;", d->key, v->str);
+    if (w < 0 || (size_t)w >= cap - n)
+      return cap;
+    n += (size_t)w;
+  }
+  return n;
+}
+
+static uint64_t fnv1a(const char *s) {
+  uint64_t x = 1469598103934665603ULL;
+  for (; *s; s++)
+    x = (x ^ (unsigned char)*s) * 1099511628211ULL;
+  return x;
+}
+
+/* Names the first hint whose value differs from rank 0's.  Both strings
+ * come from must_match_string, so they fit AGGIO_MM_LEN. */
+#define AGGIO_MM_LEN 8192
+static void describe_mismatch(MPI_Comm comm, const char *mine, int rank,
+                              struct aggio__err *e) {
+  char root[AGGIO_MM_LEN];
+  if (rank == 0)
+    snprintf(root, sizeof root, "%s", mine);
+  MPI_Bcast(root, AGGIO_MM_LEN, MPI_CHAR, 0, comm);
+  const char *a = mine, *b = root;
+  while (*a && *b) {
+    const char *ea = strchr(a, ';'), *eb = strchr(b, ';');
+    if (!ea || !eb)
+      break;
+    if ((ea - a) != (eb - b) || strncmp(a, b, (size_t)(ea - a)) != 0) {
+      aggio__fail(e, AGGIO_ERR_HINT_MISMATCH,
+                  "rank %d: hint differs between ranks: this rank has %.*s, "
+                  "rank 0 has %.*s", rank, (int)(ea - a), a, (int)(eb - b), b);
+      break;
+    }
+    a = ea + 1;
+    b = eb + 1;
+  }
+  aggio__fail(e, AGGIO_ERR_HINT_MISMATCH,
+              "rank %d: hints differ between ranks (this rank agrees with rank 0; "
+              "another rank does not)", rank);
+}
+
+int aggio__hints_check_same(MPI_Comm comm, const struct aggio__hints *h, int rank,
+                            struct aggio__err *e) {
+  char buf[AGGIO_MM_LEN];
+  must_match_string(h, buf, sizeof buf);
+  uint64_t x = fnv1a(buf);
+  uint64_t lo, hi;
+  MPI_Allreduce(&x, &lo, 1, MPI_UINT64_T, MPI_MIN, comm);
+  MPI_Allreduce(&x, &hi, 1, MPI_UINT64_T, MPI_MAX, comm);
+  if (lo == hi)
+    return 0;
+  describe_mismatch(comm, buf, rank, e);
+  return e->code;
+}
+
+static const char *value_text(const struct aggio__hint_value *v, char *buf,
+                              size_t cap) {
+  if (v->ignored[0])
+    snprintf(buf, cap, "ignored: %s (%s)", v->str, v->ignored);
+  else
+    snprintf(buf, cap, "%s", v->str);
+  return buf;
+}
+
+int aggio__hints_to_info(const struct aggio__hints *h, MPI_Info *out) {
+  if (MPI_Info_create(out) != MPI_SUCCESS)
+    return AGGIO_ERR_MPI;
+  for (size_t i = 0; i < aggio__hint_count; i++) {
+    const struct aggio__hint_desc *d = &aggio__hint_table[i];
+    const struct aggio__hint_value *v =
+        (const struct aggio__hint_value *)((const char *)h + d->offset);
+    char buf[2 * AGGIO_HINT_STRLEN + 16];
+    value_text(v, buf, sizeof buf);
+    if (buf[0] == '\0')
+      continue; /* MPI_Info values must not be empty */
+    if (strlen(buf) >= MPI_MAX_INFO_VAL)
+      buf[MPI_MAX_INFO_VAL - 1] = '\0';
+    MPI_Info_set(*out, d->key, buf);
+  }
+  return 0;
+}
+
+void aggio__hints_display(const struct aggio__hints *h, const char *path, FILE *out) {
+  fprintf(out, "aggio hints for file \"%s\":\n", path);
+  static const char *source_name[] = {"default", "AGGIO_HINTS_FILE", "MPI_Info",
+                                      "AGGIO_HINTS"};
+  for (size_t i = 0; i < aggio__hint_count; i++) {
+    const struct aggio__hint_desc *d = &aggio__hint_table[i];
+    const struct aggio__hint_value *v =
+        (const struct aggio__hint_value *)((const char *)h + d->offset);
+    char buf[2 * AGGIO_HINT_STRLEN + 16];
+    int src = v->set >= 0 && v->set <= 3 ? v->set : 0;
+    fprintf(out, "  %-36s = %-24s [%s]\n", d->key,
+            value_text(v, buf, sizeof buf), source_name[src]);
+  }
+  fflush(out);
+}

@@ -1,0 +1,28 @@
+/*
+ * info.h - hints in effect: gathering from all sources, cross-rank checks,
+ * MPI_Info conversion and display (info.c).
+ */
+#ifndef AGGIO_INFO_H
+#define AGGIO_INFO_H
+
+#include <stdio.h>
+
+#include "internal.h"
+
+/* Applies the hint sources in precedence order onto h.  with_defaults: start
+ * from defaults and the hints file (open); otherwise layer info and the
+ * environment on h as it is (set_info, set_view). */
+void aggio__hints_gather(struct aggio__hints *h, MPI_Info info, const char *path,
+                         int rank, int with_defaults);
+
+/* Collective: AGGIO_ERR_HINT_MISMATCH on every rank when a must-match hint
+ * differs between ranks; the message names the first such hint. */
+int aggio__hints_check_same(MPI_Comm comm, const struct aggio__hints *h, int rank,
+                            struct aggio__err *e);
+
+/* A new MPI_Info with every hint; not-honoured ones read "ignored: ...". */
+int aggio__hints_to_info(const struct aggio__hints *h, MPI_Info *out);
+
+void aggio__hints_display(const struct aggio__hints *h, const char *path, FILE *out);
+
+#endif

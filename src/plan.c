@@ -1,0 +1,334 @@
+/*
+ * plan.c - MPI-free planning for two-phase collective buffering.
+ *
+ * Follows the scheme of ROMIO's two-phase I/O (Thakur, Gropp, Lusk 1999):
+ * the accessed range is split into one contiguous file domain per
+ * aggregator (ADIOI_Calc_file_domains), boundaries aligned to the stripe so
+ * that no two aggregators contend for one stripe lock (Liao & Choudhary
+ * 2008), and each domain is processed in windows of cb_buffer_size bytes.
+ */
+#include "plan.h"
+
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "aggio_errno.h"
+
+/* ---- aggregators ---------------------------------------------------------- */
+
+struct config_entry {
+  char host[256];
+  int count; /* -1: every rank of the node ("*") */
+};
+
+/* Parses one "host:count" entry; 0 or -1. */
+static int parse_entry(const char *s, size_t len, struct config_entry *ce) {
+  const char *colon = memchr(s, ':', len);
+  size_t hlen = colon ? (size_t)(colon - s) : len;
+  while (hlen > 0 && (s[0] == ' ' || s[0] == '\t')) {
+    s++;
+    hlen--;
+    len--;
+    colon = colon ? colon : NULL;
+  }
+  while (hlen > 0 && (s[hlen - 1] == ' ' || s[hlen - 1] == '\t'))
+    hlen--;
+  if (hlen == 0 || hlen >= sizeof ce->host)
+    return -1;
+  memcpy(ce->host, s, hlen);
+  ce->host[hlen] = '\0';
+  ce->count = 1; /* ROMIO: a host without a count means one aggregator */
+  if (!colon)
+    return 0;
+  const char *c = colon + 1;
+  size_t clen = len - (size_t)(c - s);
+  while (clen > 0 && (*c == ' ' || *c == '\t')) {
+    c++;
+    clen--;
+  }
+  while (clen > 0 && (c[clen - 1] == ' ' || c[clen - 1] == '\t'))
+    clen--;
+  if (clen == 1 && *c == '*') {
+    ce->count = -1;
+    return 0;
+  }
+  if (clen == 0 || clen > 9)
+    return -1;
+  int v = 0;
+  for (size_t i = 0; i < clen; i++) {
+    if (c[i] < '0' || c[i] > '9')
+      return -1;
+    v = v * 10 + (c[i] - '0');
+  }
+  ce->count = v;
+  return 0;
+}
+
+/* Fills quota[node] from the config list: the first entry whose host
+ * pattern matches a node decides that node's count. */
+static int config_quotas(const char *config, int nnodes,
+                         const char *const *names, int *quota, char *err,
+                         size_t errlen) {
+  for (int i = 0; i < nnodes; i++)
+    quota[i] = -2; /* not matched yet */
+  const char *p = config;
+  int entries = 0;
+  while (*p) {
+    const char *comma = strchr(p, ',');
+    size_t len = comma ? (size_t)(comma - p) : strlen(p);
+    struct config_entry ce;
+    if (parse_entry(p, len, &ce) != 0) {
+      snprintf(err, errlen, "cb_config_list \"%s\": bad entry \"%.*s\"",
+               config, (int)len, p);
+      return -1;
+    }
+    entries++;
+    for (int i = 0; i < nnodes; i++)
+      if (quota[i] == -2 &&
+          (strcmp(ce.host, "*") == 0 || fnmatch(ce.host, names[i], 0) == 0))
+        quota[i] = ce.count;
+    p += len;
+    if (*p == ',')
+      p++;
+  }
+  if (entries == 0) {
+    snprintf(err, errlen, "cb_config_list is empty");
+    return -1;
+  }
+  for (int i = 0; i < nnodes; i++)
+    if (quota[i] == -2)
+      quota[i] = 0;
+  return 0;
+}
+
+static int cmp_int(const void *a, const void *b) {
+  int x = *(const int *)a, y = *(const int *)b;
+  return (x > y) - (x < y);
+}
+
+int aggio__select_aggregators(int nprocs, const int *node_of_rank, int nnodes,
+                              const char *const *node_names, const char *config,
+                              int cb_nodes, int *aggr, int *naggr, char *err,
+                              size_t errlen) {
+  int *quota = calloc((size_t)nnodes, sizeof *quota);
+  int *local = calloc((size_t)nnodes, sizeof *local);   /* ranks per node */
+  int *start = calloc((size_t)nnodes + 1, sizeof *start); /* CSR of ranks */
+  int *members = malloc((size_t)nprocs * sizeof *members);
+  int *fill = calloc((size_t)nnodes, sizeof *fill);
+  int rc = -1;
+  *naggr = 0;
+  if (!quota || !local || !start || !members || !fill) {
+    snprintf(err, errlen, "out of memory");
+    goto out;
+  }
+  if (config_quotas(config, nnodes, node_names, quota, err, errlen) != 0)
+    goto out;
+  for (int r = 0; r < nprocs; r++)
+    local[node_of_rank[r]]++;
+  for (int i = 0; i < nnodes; i++)
+    start[i + 1] = start[i] + local[i];
+  for (int r = 0; r < nprocs; r++) { /* ascending ranks per node */
+    int nd = node_of_rank[r];
+    members[start[nd] + fill[nd]++] = r;
+  }
+  int most = 0;
+  for (int i = 0; i < nnodes; i++) {
+    if (quota[i] < 0 || quota[i] > local[i])
+      quota[i] = local[i];
+    if (quota[i] > most)
+      most = quota[i];
+  }
+  /* Nodes take turns, so that a cap spreads aggregators over nodes. */
+  int n = 0;
+  for (int j = 0; j < most; j++)
+    for (int i = 0; i < nnodes; i++) {
+      if (j >= quota[i])
+        continue;
+      if (cb_nodes > 0 && n >= cb_nodes)
+        break;
+      int idx = (int)(((int64_t)j * local[i]) / quota[i]);
+      aggr[n++] = members[start[i] + idx];
+    }
+  if (n == 0) {
+    snprintf(err, errlen, "cb_config_list \"%s\" selects no aggregator", config);
+    goto out;
+  }
+  qsort(aggr, (size_t)n, sizeof *aggr, cmp_int);
+  *naggr = n;
+  rc = 0;
+out:
+  free(quota);
+  free(local);
+  free(start);
+  free(members);
+  free(fill);
+  return rc;
+}
+
+int aggio__emulated_node(int i, int n, int k) {
+  if (k <= 0 || k > n)
+    k = k <= 0 ? 1 : n;
+  /* Block distribution: the first n % k groups get one extra rank. */
+  int base = n / k, extra = n % k;
+  int cut = extra * (base + 1);
+  if (i < cut)
+    return i / (base + 1);
+  return extra + (i - cut) / base;
+}
+
+/* ---- file domains --------------------------------------------------------- */
+
+static int64_t round_nearest(int64_t x, int64_t a) {
+  if (a <= 0)
+    return x;
+  int64_t down = x - (x % a);
+  return (x - down) * 2 >= a ? down + a : down;
+}
+
+void aggio__file_domains(int64_t gmin, int64_t gmax, int naggr, int64_t align,
+                         int64_t *start, int64_t *end) {
+  if (gmax < gmin)
+    gmax = gmin;
+  int64_t len = gmax - gmin;
+  int64_t prev = gmin;
+  for (int i = 0; i < naggr; i++) {
+    int64_t b;
+    if (i == naggr - 1) {
+      b = gmax;
+    } else {
+      /* 128-bit product: len * i can exceed 2^63 for huge files. */
+      b = gmin + (int64_t)(((__int128)len * (i + 1)) / naggr);
+      b = round_nearest(b, align);
+      if (b < prev)
+        b = prev;
+      if (b > gmax)
+        b = gmax;
+    }
+    start[i] = prev;
+    end[i] = b;
+    prev = b;
+  }
+}
+
+int aggio__domain_of(int64_t off, int naggr, const int64_t *start,
+                     const int64_t *end) {
+  int lo = 0, hi = naggr - 1;
+  if (naggr <= 0 || off < start[0] || off >= end[naggr - 1])
+    return -1;
+  while (lo < hi) { /* last domain with start <= off and non-empty */
+    int mid = (lo + hi + 1) / 2;
+    if (start[mid] <= off)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  while (lo > 0 && start[lo] == end[lo]) /* skip empty domains */
+    lo--;
+  return off < end[lo] ? lo : -1;
+}
+
+/* ---- rounds --------------------------------------------------------------- */
+
+int64_t aggio__round_count(int naggr, const int64_t *start, const int64_t *end,
+                           int64_t cb) {
+  int64_t most = 0;
+  for (int i = 0; i < naggr; i++) {
+    if (end[i] <= start[i])
+      continue;
+    int64_t base = start[i] - (start[i] % cb);
+    int64_t k = (end[i] - base + cb - 1) / cb;
+    if (k > most)
+      most = k;
+  }
+  return most;
+}
+
+void aggio__round_window(int64_t start, int64_t end, int64_t cb, int64_t k,
+                         int64_t *lo, int64_t *hi) {
+  int64_t base = start - (start % cb);
+  int64_t a = base + k * cb, b = a + cb;
+  *lo = a < start ? start : a;
+  *hi = b > end ? end : b;
+  if (*hi < *lo)
+    *hi = *lo;
+}
+
+int aggio__clip(const struct aggio__extents *src, size_t *cursor, int64_t lo,
+                int64_t hi, struct aggio__extents *out) {
+  size_t i = *cursor;
+  while (i < src->n && src->v[i].off + src->v[i].len <= lo)
+    i++;
+  *cursor = i;
+  for (; i < src->n && src->v[i].off < hi; i++) {
+    int64_t a = src->v[i].off, b = a + src->v[i].len;
+    if (a < lo)
+      a = lo;
+    if (b > hi)
+      b = hi;
+    if (aggio__extents_push(out, a, b - a))
+      return AGGIO_ERR_NOMEM;
+    if (src->v[i].off + src->v[i].len <= hi)
+      *cursor = i + 1;
+  }
+  return 0;
+}
+
+/* ---- coverage and read-modify-write --------------------------------------- */
+
+static int cmp_extent(const void *a, const void *b) {
+  const struct aggio__extent *x = a, *y = b;
+  return (x->off > y->off) - (x->off < y->off);
+}
+
+int aggio__coverage(const struct aggio__extents *lists, int k,
+                    struct aggio__extents *runs) {
+  size_t total = 0;
+  for (int i = 0; i < k; i++)
+    total += lists[i].n;
+  struct aggio__extent *all = malloc((total ? total : 1) * sizeof *all);
+  if (!all)
+    return AGGIO_ERR_NOMEM;
+  size_t n = 0;
+  for (int i = 0; i < k; i++)
+    for (size_t j = 0; j < lists[i].n; j++)
+      all[n++] = lists[i].v[j];
+  qsort(all, n, sizeof *all, cmp_extent);
+  aggio__extents_clear(runs);
+  int rc = 0;
+  for (size_t j = 0; j < n && rc == 0; j++) {
+    if (runs->n > 0) {
+      struct aggio__extent *last = &runs->v[runs->n - 1];
+      int64_t last_end = last->off + last->len;
+      if (all[j].off <= last_end) {
+        int64_t e = all[j].off + all[j].len;
+        if (e > last_end)
+          last->len = e - last->off;
+        continue;
+      }
+    }
+    rc = aggio__extents_push(runs, all[j].off, all[j].len);
+  }
+  free(all);
+  return rc;
+}
+
+/* Runs shorter than this on average make separate writes cost more in
+ * per-call overhead than rewriting the holes between them. */
+#define AGGIO_RMW_SMALL_RUN (64 * 1024)
+
+int aggio__rmw_decide(const struct aggio__extents *runs, int64_t lo, int64_t hi,
+                      int ds) {
+  (void)lo;
+  (void)hi;
+  if (runs->n < 2 || ds == 0)
+    return 0;
+  if (ds == 1)
+    return 1;
+  int64_t covered = aggio__extents_bytes(runs);
+  int64_t span = runs->v[runs->n - 1].off + runs->v[runs->n - 1].len - runs->v[0].off;
+  int64_t holes = span - covered;
+  int64_t avg_run = covered / (int64_t)runs->n;
+  return avg_run < AGGIO_RMW_SMALL_RUN && holes <= covered;
+}

@@ -1,0 +1,447 @@
+/*
+ * test_stats.c - the statistics, timers and placement blocks, checked by
+ * content: known patterns through two_phase must produce exact system-write
+ * counts and sizes, zero read-modify-writes without holes, and one write gap
+ * per hole; the timers block must hold every phase with min <= avg <= max.
+ * Rank 0's stdout is captured around open and close (dup2) and parsed.
+ *
+ * aggio-test-ranks: 1 2 4
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <mpi.h>
+
+#include "harness.h"
+#include "internal.h"
+
+static int rank, nprocs;
+
+/* ---- capturing rank 0's stdout ------------------------------------------- */
+
+struct capture {
+  int saved;
+  char path[512];
+};
+
+static void capture_begin(struct capture *c, const char *tag) {
+  c->saved = -1;
+  if (rank != 0)
+    return;
+  snprintf(c->path, sizeof c->path, "%s/stats_out_%s_np%d.txt", test_dir(), tag, nprocs);
+  fflush(stdout);
+  int fd = open(c->path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  CHECK(fd >= 0, "cannot create %s", c->path);
+  if (fd < 0)
+    return;
+  c->saved = dup(1);
+  dup2(fd, 1);
+  close(fd);
+}
+
+/* Restores stdout; returns what was printed (rank 0; NULL elsewhere). */
+static char *capture_end(struct capture *c) {
+  if (rank != 0 || c->saved < 0)
+    return NULL;
+  fflush(stdout);
+  dup2(c->saved, 1);
+  close(c->saved);
+  FILE *f = fopen(c->path, "r");
+  if (!f)
+    return NULL;
+  char *text = calloc(1, 1 << 20);
+  size_t n = text ? fread(text, 1, (1 << 20) - 1, f) : 0;
+  (void)n;
+  fclose(f);
+  unlink(c->path);
+  return text;
+}
+
+/* ---- parsing the blocks ------------------------------------------------------ */
+
+/* The block that starts with `head` and ends with `end`, copied; NULL if
+ * absent. */
+static char *block(const char *text, const char *head, const char *end) {
+  const char *b = text ? strstr(text, head) : NULL;
+  const char *e = b ? strstr(b, end) : NULL;
+  if (!b || !e)
+    return NULL;
+  return strndup(b, (size_t)(e - b) + strlen(end));
+}
+
+/* The value of "  key: value" in a block, as text (static buffer). */
+static const char *value(const char *blk, const char *key) {
+  static char out[256];
+  char pat[128];
+  snprintf(pat, sizeof pat, "\n  %s: ", key);
+  const char *p = blk ? strstr(blk, pat) : NULL;
+  if (!p)
+    return NULL;
+  p += strlen(pat);
+  size_t n = strcspn(p, "\n");
+  if (n >= sizeof out)
+    n = sizeof out - 1;
+  memcpy(out, p, n);
+  out[n] = 0;
+  return out;
+}
+
+static long long ivalue(const char *blk, const char *key) {
+  const char *v = value(blk, key);
+  CHECK(v != NULL, "no \"%s\" line in the block", key);
+  return v ? atoll(v) : -1;
+}
+
+/* ---- the runs ------------------------------------------------------------- */
+
+struct pattern {
+  int64_t seg;    /* S: bytes per segment */
+  int64_t gap;    /* hole after each segment (0: none) */
+  int nseg;       /* M: segments per rank */
+};
+
+static char byte_at(int64_t off) { return (char)('A' + (off * 7 + off / 251) % 26); }
+
+/* Writes the interleaved pattern with one write_at_all through a vector
+ * view: rank r's segment j starts at (j*N + r) * (S + G). */
+static int write_pattern(aggio_file fh, const struct pattern *p) {
+  MPI_Datatype vec, ft;
+  int64_t stride = nprocs * (p->seg + p->gap);
+  MPI_Type_vector(p->nseg, (int)p->seg, (int)stride, MPI_BYTE, &vec);
+  MPI_Type_create_resized(vec, 0, stride * p->nseg, &ft);
+  MPI_Type_commit(&ft);
+  int rc = aggio_file_set_view(fh, rank * (p->seg + p->gap), MPI_BYTE, ft, "native",
+                               MPI_INFO_NULL);
+  CHECK(rc == 0, "set_view: %s", aggio_error_message());
+  char *buf = malloc((size_t)(p->seg * p->nseg));
+  for (int j = 0; j < p->nseg; j++) {
+    int64_t base = (j * (int64_t)nprocs + rank) * (p->seg + p->gap);
+    for (int64_t i = 0; i < p->seg; i++)
+      buf[j * p->seg + i] = byte_at(base + i);
+  }
+  rc = aggio_file_write_at_all(fh, 0, buf, (int)(p->seg * p->nseg), MPI_BYTE,
+                               MPI_STATUS_IGNORE);
+  CHECK(rc == 0, "write_at_all: %s", aggio_error_message());
+  free(buf);
+  MPI_Type_free(&vec);
+  MPI_Type_free(&ft);
+  return rc;
+}
+
+/* Rank 0 checks the file's bytes (holes must read as zero). */
+static void check_bytes(const char *path, const struct pattern *p) {
+  if (rank != 0)
+    return;
+  int64_t n = (int64_t)nprocs * p->nseg * (p->seg + p->gap) - p->gap;
+  char *got = malloc((size_t)n);
+  int fd = open(path, O_RDONLY);
+  ssize_t r = fd >= 0 ? pread(fd, got, (size_t)n, 0) : -1;
+  CHECK(r == n, "read back %zd of %lld bytes", r, (long long)n);
+  int64_t bad = -1;
+  for (int64_t i = 0; r == n && i < n && bad < 0; i++) {
+    int64_t in = i % (p->seg + p->gap);
+    char want = in < p->seg ? byte_at(i) : 0;
+    if (got[i] != want)
+      bad = i;
+  }
+  CHECK(bad < 0, "file byte %lld differs from the pattern", (long long)bad);
+  if (fd >= 0)
+    close(fd);
+  free(got);
+}
+
+struct run {
+  const char *tag;
+  struct pattern p;
+  const char *cb_nodes, *cb_buffer_size, *ds_write;
+  int timers, placement, indep;
+  char *out;   /* rank 0: what open and close printed */
+  int naggr;   /* aggregators the library chose */
+  int *aggr;
+};
+
+/* Opens with the run's hints, writes the pattern (and, with indep, one
+ * independent write on every even rank past the end), closes. */
+static void do_run(struct run *rn) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/stats_%s_np%d.dat", test_dir(), rn->tag, nprocs);
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "aggio_stats", "true");
+  MPI_Info_set(info, "aggio_strategy", "two_phase");
+  MPI_Info_set(info, "aggio_direct_io", "disable");
+  MPI_Info_set(info, "striping_unit", "4096");
+  MPI_Info_set(info, "aggio_emulate_nodes", "64"); /* one node per rank */
+  MPI_Info_set(info, "cb_nodes", rn->cb_nodes);
+  MPI_Info_set(info, "cb_buffer_size", rn->cb_buffer_size);
+  MPI_Info_set(info, "romio_ds_write", rn->ds_write);
+  if (rn->timers)
+    MPI_Info_set(info, "aggio_timers", "true");
+  if (rn->placement)
+    MPI_Info_set(info, "aggio_aggregator_placement_display", "true");
+  if (rank == 0)
+    unlink(path);
+  MPI_Barrier(MPI_COMM_WORLD);
+  struct capture cap;
+  capture_begin(&cap, rn->tag);
+  aggio_file fh;
+  int rc = aggio_file_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, info, &fh);
+  CHECK(rc == 0, "open %s: %s", path, aggio_error_message());
+  MPI_Info_free(&info);
+  if (rc != 0) {
+    free(capture_end(&cap));
+    return;
+  }
+  rn->naggr = fh->naggr;
+  rn->aggr = malloc(sizeof(int) * (size_t)fh->naggr);
+  memcpy(rn->aggr, fh->aggr, sizeof(int) * (size_t)fh->naggr);
+  write_pattern(fh, &rn->p);
+  if (rn->indep && rank % 2 == 0) {
+    aggio_file_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL);
+    char b[100] = {0};
+    int64_t end = (int64_t)nprocs * rn->p.nseg * (rn->p.seg + rn->p.gap);
+    rc = aggio_file_write_at(fh, end + rank * 100, b, 100, MPI_BYTE, MPI_STATUS_IGNORE);
+    CHECK(rc == 0, "write_at: %s", aggio_error_message());
+  } else if (rn->indep) {
+    aggio_file_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL);
+  }
+  rc = aggio_file_close(&fh);
+  CHECK(rc == 0, "close: %s", aggio_error_message());
+  rn->out = capture_end(&cap);
+  if (!rn->indep)
+    check_bytes(path, &rn->p);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0)
+    unlink(path);
+}
+
+static void run_free(struct run *rn) {
+  free(rn->out);
+  free(rn->aggr);
+}
+
+/* Common content of every stats block. */
+static char *stats_block(const struct run *rn) {
+  char *b = block(rn->out, "aggio stats for file \"", "aggio stats end\n");
+  CHECK(b != NULL, "%s: no stats block in:\n%s", rn->tag, rn->out ? rn->out : "");
+  if (!b)
+    return NULL;
+  CHECK(strstr(b, rn->tag) != NULL, "%s: block names another file", rn->tag);
+  CHECK(ivalue(b, "ranks") == nprocs, "ranks");
+  CHECK(ivalue(b, "aggregators") == rn->naggr, "aggregators");
+  CHECK(strcmp(value(b, "strategy"), "two_phase") == 0, "strategy %s", value(b, "strategy"));
+  CHECK(ivalue(b, "collective writes") == 1, "collective writes");
+  CHECK(ivalue(b, "alignment unit") == 4096, "alignment unit");
+  return b;
+}
+
+/* N x M segments of S bytes, one aggregator, cb_buffer_size >= total:
+ * exactly one system write of N*M*S bytes, no read-modify-write, no gap. */
+static void test_one_write(void) {
+  struct run rn = {.tag = "one", .p = {4096, 0, 4}, .cb_nodes = "1",
+                   .cb_buffer_size = "16m", .ds_write = "automatic", .timers = 1};
+  do_run(&rn);
+  if (rank == 0) {
+    long long total = (long long)nprocs * 4 * 4096;
+    char *b = stats_block(&rn);
+    CHECK(rn.naggr == 1, "naggr %d", rn.naggr);
+    CHECK(ivalue(b, "system writes") == 1, "system writes %lld", ivalue(b, "system writes"));
+    CHECK(ivalue(b, "system write bytes") == total, "system write bytes");
+    CHECK(ivalue(b, "average system write size") == total, "average size");
+    CHECK(ivalue(b, "system writes aligned") == 1, "aligned");
+    CHECK(ivalue(b, "bytes written") == total, "bytes written");
+    CHECK(ivalue(b, "read-modify-writes") == 0, "rmw");
+    CHECK(ivalue(b, "read-modify-write bytes") == 0, "rmw bytes");
+    CHECK(ivalue(b, "write gaps") == 0, "gaps");
+    CHECK(strcmp(value(b, "average write gap size"), "n/a") == 0, "gap size");
+    CHECK(ivalue(b, "independent writes") == 0, "independent writes");
+    CHECK(ivalue(b, "direct writes") == 0, "direct writes");
+    CHECK(ivalue(b, "aggregator-calls active") == 1, "aggregator-calls active");
+    CHECK(strcmp(value(b, "aggregators active per call"), "1.00") == 0, "active per call");
+    free(b);
+    /* the timers block */
+    char *t = block(rn.out, "aggio timers for file \"", "aggio timers end\n");
+    CHECK(t != NULL, "no timers block");
+    static const char *const phases[] = {"open", "plan", "exchange", "write", "read",
+                                         "wait", "sync", "close", "total"};
+    double wmax = 0, totmax = 0;
+    for (size_t i = 0; t && i < sizeof phases / sizeof phases[0]; i++) {
+      const char *v = value(t, phases[i]);
+      double mn = -1, mx = -1, av = -1;
+      CHECK(v && sscanf(v, "min %lf max %lf avg %lf s", &mn, &mx, &av) == 3,
+            "timer line %s: %s", phases[i], v ? v : "(missing)");
+      CHECK(mn >= 0 && mn <= av + 1e-9 && av <= mx + 1e-9, "%s: min %g avg %g max %g",
+            phases[i], mn, av, mx);
+      if (strcmp(phases[i], "write") == 0)
+        wmax = mx;
+      if (strcmp(phases[i], "total") == 0)
+        totmax = mx;
+    }
+    CHECK(wmax > 0 && totmax >= wmax, "write max %g total max %g", wmax, totmax);
+    CHECK(t && ivalue(t, "bytes written") == total, "timers bytes written");
+    double raw = 0, net = 0;
+    CHECK(t && sscanf(value(t, "raw write rate"), "%lf MiB/s", &raw) == 1, "raw rate");
+    CHECK(t && sscanf(value(t, "net write rate"), "%lf MiB/s", &net) == 1, "net rate");
+    CHECK(raw > 0 && net > 0 && net <= raw * 1.0001, "raw %g net %g", raw, net);
+    CHECK(t && strcmp(value(t, "raw read rate"), "n/a") == 0, "read rate n/a");
+    free(t);
+  }
+  run_free(&rn);
+}
+
+/* Same pattern, K aggregators and cb_buffer_size B: each aggregator's domain
+ * (total/K, block aligned) goes in ceil(domain/B) writes. */
+static void test_rounds(void) {
+  struct run rn = {.tag = "rounds", .p = {4096, 0, 4}, .cb_nodes = "2",
+                   .cb_buffer_size = "12288", .ds_write = "automatic", .placement = 1};
+  do_run(&rn);
+  if (rank == 0) {
+    long long total = (long long)nprocs * 4 * 4096;
+    int k = nprocs < 2 ? nprocs : 2;
+    long long dom = total / k, per = (dom + 12287) / 12288;
+    char *b = stats_block(&rn);
+    CHECK(rn.naggr == k, "naggr %d, expected %d", rn.naggr, k);
+    CHECK(ivalue(b, "system writes") == k * per, "system writes %lld, expected %lld",
+          ivalue(b, "system writes"), k * per);
+    CHECK(ivalue(b, "system write bytes") == total, "system write bytes");
+    CHECK(ivalue(b, "read-modify-writes") == 0, "rmw");
+    CHECK(ivalue(b, "write gaps") == 0, "gaps");
+    CHECK(ivalue(b, "two-phase rounds") == per, "rounds %lld", ivalue(b, "two-phase rounds"));
+    CHECK(ivalue(b, "aggregator-calls active") == k, "active");
+    free(b);
+    /* placement: at open (no domains yet) and at close (the call's domains) */
+    char *po = block(rn.out, "aggio aggregator placement for file \"", "aggio aggregator placement end\n");
+    CHECK(po && strstr(po, "(at open)"), "no placement block at open");
+    CHECK(po && ivalue(po, "aggregators") == k, "placement aggregators");
+    CHECK(po && ivalue(po, "nodes") == nprocs, "placement nodes");
+    char *pc = po ? block(strstr(rn.out, "aggio aggregator placement end\n") + 1,
+                          "aggio aggregator placement for file \"",
+                          "aggio aggregator placement end\n") : NULL;
+    CHECK(pc && strstr(pc, "(at close)"), "no placement block at close");
+    int64_t next = 0;
+    for (int i = 0; i < rn.naggr; i++) {
+      char key[32];
+      snprintf(key, sizeof key, "aggregator %d", i);
+      const char *v = po ? value(po, key) : NULL;
+      int r = -1;
+      CHECK(v && sscanf(v, "rank %d", &r) == 1 && r == rn.aggr[i] && strstr(v, "none yet"),
+            "open: %s: %s", key, v ? v : "(missing)");
+      v = pc ? value(pc, key) : NULL;
+      long long lo = -1, hi = -1;
+      CHECK(v && sscanf(v, "rank %d node %*d host %*s domain [%lld, %lld)", &r, &lo, &hi) == 3,
+            "close: %s: %s", key, v ? v : "(missing)");
+      CHECK(r == rn.aggr[i] && lo == next && hi >= lo, "domain %d [%lld, %lld)", i, lo, hi);
+      next = hi;
+    }
+    CHECK(next == total, "domains end at %lld, not %lld", (long long)next, total);
+    free(po);
+    free(pc);
+  }
+  run_free(&rn);
+}
+
+/* Segments separated by holes, one aggregator, one window, no data sieving:
+ * every hole is a write gap and every segment its own system write. */
+static void test_gaps(void) {
+  struct run rn = {.tag = "gaps", .p = {1000, 24, 4}, .cb_nodes = "1",
+                   .cb_buffer_size = "16m", .ds_write = "disable"};
+  do_run(&rn);
+  if (rank == 0) {
+    long long segs = (long long)nprocs * 4;
+    char *b = stats_block(&rn);
+    CHECK(ivalue(b, "write gaps") == segs - 1, "gaps %lld, expected %lld",
+          ivalue(b, "write gaps"), segs - 1);
+    if (segs > 1)
+      CHECK(ivalue(b, "average write gap size") == 24, "gap size");
+    CHECK(ivalue(b, "system writes") == segs, "system writes %lld", ivalue(b, "system writes"));
+    CHECK(ivalue(b, "system write bytes") == segs * 1000, "system write bytes");
+    CHECK(ivalue(b, "read-modify-writes") == 0, "rmw");
+    free(b);
+  }
+  run_free(&rn);
+}
+
+/* The same holes with data sieving forced: one read-modify-write of the
+ * whole window, written in one system write. */
+static void test_rmw(void) {
+  struct run rn = {.tag = "rmw", .p = {1000, 24, 4}, .cb_nodes = "1",
+                   .cb_buffer_size = "16m", .ds_write = "enable"};
+  do_run(&rn);
+  if (rank == 0) {
+    long long segs = (long long)nprocs * 4, extent = segs * 1024 - 24;
+    char *b = stats_block(&rn);
+    if (segs > 1) {
+      CHECK(ivalue(b, "read-modify-writes") == 1, "rmw %lld", ivalue(b, "read-modify-writes"));
+      CHECK(ivalue(b, "read-modify-write bytes") == extent, "rmw bytes %lld",
+            ivalue(b, "read-modify-write bytes"));
+      CHECK(ivalue(b, "system writes") == 1, "system writes");
+      CHECK(ivalue(b, "system write bytes") == extent, "system write bytes");
+    }
+    free(b);
+  }
+  run_free(&rn);
+}
+
+/* Independent writes: counted per call, and the writers per rank. */
+static void test_independent(void) {
+  struct run rn = {.tag = "indep", .p = {4096, 0, 1}, .cb_nodes = "1",
+                   .cb_buffer_size = "16m", .ds_write = "automatic", .indep = 1};
+  do_run(&rn);
+  if (rank == 0) {
+    long long writers = (nprocs + 1) / 2;
+    char *b = stats_block(&rn);
+    CHECK(ivalue(b, "independent writes") == writers, "independent writes");
+    CHECK(ivalue(b, "independent writers") == writers, "independent writers");
+    CHECK(ivalue(b, "system writes") == 1 + writers, "system writes");
+    CHECK(ivalue(b, "bytes written") == nprocs * 4096LL + writers * 100, "bytes written");
+    free(b);
+  }
+  run_free(&rn);
+}
+
+/* Nothing on: nothing printed. */
+static void test_quiet(void) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/stats_quiet_np%d.dat", test_dir(), nprocs);
+  struct capture cap;
+  capture_begin(&cap, "quiet");
+  aggio_file fh;
+  int rc = aggio_file_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR,
+                           MPI_INFO_NULL, &fh);
+  CHECK(rc == 0, "open: %s", aggio_error_message());
+  if (rc == 0) {
+    CHECK(fh->stats == NULL && fh->trace == NULL, "observability allocated while off");
+    aggio_file_close(&fh);
+  }
+  char *out = capture_end(&cap);
+  if (rank == 0)
+    CHECK(out && out[0] == 0, "printed while off: %s", out ? out : "");
+  free(out);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0)
+    unlink(path);
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+  /* The environment must not switch things on behind the test's back. */
+  unsetenv("AGGIO_STATS");
+  unsetenv("AGGIO_TIMERS");
+  unsetenv("AGGIO_TRACE");
+  unsetenv("AGGIO_AGGREGATOR_PLACEMENT_DISPLAY");
+  unsetenv("AGGIO_HINTS");
+  test_one_write();
+  test_rounds();
+  test_gaps();
+  test_rmw();
+  test_independent();
+  test_quiet();
+  int rc = test_summary_mpi(MPI_COMM_WORLD);
+  MPI_Finalize();
+  return rc;
+}
