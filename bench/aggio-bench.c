@@ -219,6 +219,7 @@ int main(int argc, char **argv) {
   bench_parse_args(argc, argv, &s.p);
   check_params(&s);
   setup(&s);
+  bench_clock_sync(MPI_COMM_WORLD);
 
   struct bench_sysinfo sys;
   bench_sysinfo_get(s.p.path, &sys);

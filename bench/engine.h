@@ -20,6 +20,8 @@ struct bench_access {
   uint64_t seed;           /* of the data in the file accessed */
 };
 
+/* Puts every rank's phase clock on rank 0's (collective). */
+void bench_clock_sync(MPI_Comm comm);
 /* Runs the access; aborts the job on an I/O error.  *hints_json, when
  * non-NULL and still NULL, receives the hints in effect. */
 void bench_access_run(const struct bench_access *a, struct bench_times *t, char **hints_json);

@@ -49,7 +49,8 @@ static void mpi_library(struct bench_sysinfo *s) {
   int len = 0;
   MPI_Get_library_version(text, &len);
   text[strcspn(text, "\n")] = '\0';
-  snprintf(s->mpi_library, sizeof s->mpi_library, "%s", text);
+  text[sizeof s->mpi_library - 1] = '\0';
+  memcpy(s->mpi_library, text, sizeof s->mpi_library);
   /* MPICH's first line is just "MPICH Version: 4.0.2". */
   char *tab;
   while ((tab = strchr(s->mpi_library, '\t'))) *tab = ' ';

@@ -140,17 +140,22 @@ int aggio__select_aggregators(int nprocs, const int *node_of_rank, int nnodes,
     if (quota[i] > most)
       most = quota[i];
   }
-  /* Nodes take turns, so that a cap spreads aggregators over nodes. */
+  /* Under a cb_nodes cap, nodes take turns for the allowed aggregators so
+   * they spread over as many nodes as possible; then each node spreads its
+   * share evenly over its ranks. */
+  int *share = fill; /* reuse: per-node count actually taken */
+  memset(share, 0, (size_t)nnodes * sizeof *share);
   int n = 0;
   for (int j = 0; j < most; j++)
-    for (int i = 0; i < nnodes; i++) {
-      if (j >= quota[i])
-        continue;
-      if (cb_nodes > 0 && n >= cb_nodes)
-        break;
-      int idx = (int)(((int64_t)j * local[i]) / quota[i]);
-      aggr[n++] = members[start[i] + idx];
-    }
+    for (int i = 0; i < nnodes; i++)
+      if (j < quota[i] && (cb_nodes <= 0 || n < cb_nodes)) {
+        share[i]++;
+        n++;
+      }
+  n = 0;
+  for (int i = 0; i < nnodes; i++)
+    for (int j = 0; j < share[i]; j++)
+      aggr[n++] = members[start[i] + (int)(((int64_t)j * local[i]) / share[i])];
   if (n == 0) {
     snprintf(err, errlen, "cb_config_list \"%s\" selects no aggregator", config);
     goto out;

@@ -47,6 +47,7 @@ struct tp {
   struct aggio__extents runs;     /* coverage of this round's window */
   char *buf;                      /* aggregator buffer, cb + alignment */
   MPI_Request *req;
+  MPI_Status *stat;
   MPI_Datatype *types;
   int nreq, ntypes;
   int *blens;                     /* scratch for derived types */
@@ -329,7 +330,7 @@ static int read_window(struct tp *t, int64_t lo) {
 
 static int wait_all(struct tp *t) {
   double t0 = t->fh->stats ? aggio__now() : 0.0;
-  int rc = MPI_Waitall(t->nreq, t->req, MPI_STATUSES_IGNORE);
+  int rc = MPI_Waitall(t->nreq, t->req, t->stat);
   for (int i = 0; i < t->ntypes; i++)
     MPI_Type_free(&t->types[i]);
   t->nreq = t->ntypes = 0;
@@ -396,8 +397,9 @@ static int setup(struct tp *t, const struct aggio__summary *all) {
   t->window = calloc((size_t)fh->nprocs, sizeof *t->window);
   t->req = malloc((size_t)(t->naggr + fh->nprocs) * sizeof *t->req);
   t->types = malloc((size_t)(t->naggr + fh->nprocs) * sizeof *t->types);
+  t->stat = malloc((size_t)(t->naggr + fh->nprocs) * sizeof *t->stat);
   if (!t->fd_lo || !t->fd_hi || !t->mine || !t->theirs || !t->their_cursor ||
-      !t->window || !t->req || !t->types)
+      !t->window || !t->req || !t->types || !t->stat)
     return AGGIO_ERR_NOMEM;
   aggio__file_domains(gmin, gmax, t->naggr, align, t->fd_lo, t->fd_hi);
   t->nrounds = aggio__round_count(t->naggr, t->fd_lo, t->fd_hi, t->cb);
@@ -425,6 +427,7 @@ static void teardown(struct tp *t) {
   free(t->window);
   free(t->req);
   free(t->types);
+  free(t->stat);
   free(t->buf);
   free(t->blens);
   free(t->disps);

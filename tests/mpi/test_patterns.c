@@ -12,6 +12,15 @@
  * (AGGIO_TEST_CASES), --case K to run only case K (AGGIO_TEST_CASE),
  * --max-bytes N per rank (AGGIO_TEST_MAX_BYTES), -v (AGGIO_TEST_VERBOSE=1).
  * A failure prints the seed, the case and every rank's view and memory type.
+ *
+ * The expected file comes from MPI's datatype engine, which defines what the
+ * typemaps mean; the MPI-IO file must agree with it except in holes past the
+ * old end of file, where ROMIO and OMPIO write back whatever their
+ * read-modify-write buffer held.  aggio must leave zeros there, as POSIX
+ * reads never-written bytes (AGGIO_TEST_LAX_EOF=1 relaxes that, to check the
+ * test itself against an MPI-IO stand-in).  A reference that disagrees with
+ * the engine elsewhere is reported as a warning (a failure with
+ * AGGIO_TEST_STRICT_REFERENCE=1), and aggio is then judged by the engine.
  */
 #include <aggio.h>
 
@@ -21,6 +30,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -28,7 +38,6 @@
 #include <unistd.h>
 
 #define DESC_LEN 600
-#define MAX_CONFIGS 6
 
 /* ---- deterministic random numbers (splitmix64) ---------------------------- */
 
@@ -654,6 +663,7 @@ static MPI_Datatype make_mem(rng_t *l, MPI_Datatype B, int es, int depth, desc_t
 struct opts {
   uint64_t seed;
   int ncases, only_case, verbose;
+  int lax_eof, strict_ref;
   long max_bytes;
 };
 
@@ -1088,7 +1098,8 @@ static int do_access(aggio_file fh, struct rank_case *rc, int is_write, int m, i
  * Collective.  Returns 1 if this config failed somewhere. */
 static int run_config(struct ctx *cx, int k, struct rank_case *rc, const struct config *c,
                       uint64_t salt, int64_t bg, int remove_bg, const unsigned char *want,
-                      int64_t wsize, const unsigned char *own, int64_t F) {
+                      int64_t wsize, const unsigned char *ref, int64_t rsize,
+                      const unsigned char *own, int64_t F) {
   const char *cd = c->desc.s;
   int fails0 = test_failures;
   if (cx->rank == 0)
@@ -1136,7 +1147,11 @@ static int run_config(struct ctx *cx, int k, struct rank_case *rc, const struct 
       fprintf(stderr, "  cannot read %s: %s\n", cx->pathB, strerror(errno));
       bad = 1;
     } else {
-      bad = compare_bytes(want, wsize, gotf, gsize, own, F, bg, 0, "aggio file");
+      bad = compare_bytes(want, wsize, gotf, gsize, own, F, bg, cx->o.lax_eof,
+                          "aggio file vs datatype engine");
+      if (!bad && ref)
+        bad = compare_bytes(ref, rsize, gotf, gsize, own, F, bg, 1,
+                            "aggio file vs MPI-IO reference file");
     }
     free(gotf);
     CHECK(!bad, "seed %" PRIu64 " case %d [%s]: file differs from the MPI-IO reference",
@@ -1254,9 +1269,18 @@ static int run_case(struct ctx *cx, int k) {
     ref = slurp(cx->pathA, &rsize);
     ref_bad = !ref || compare_bytes(want, wsize, ref, rsize, own, F, bg, 1,
                                     "MPI-IO reference file");
-    CHECK(!ref_bad, "seed %" PRIu64 " case %d: the MPI library's MPI-IO disagrees with its "
-          "own datatype engine (the test compares aggio with the datatype engine)",
-          cx->o.seed, k);
+    /* The datatype engine defines what the typemaps mean; an MPI-IO that
+     * disagrees with it is the MPI library's bug (ROMIO 3.2.1 in Open MPI
+     * 4.1 mishandles memory types with a negative lb, for one), so aggio is
+     * then judged by the engine alone. */
+    if (ref_bad) {
+      fprintf(stderr, "WARNING seed %" PRIu64 " case %d: the MPI library's MPI-IO "
+              "disagrees with its own datatype engine; aggio is compared with the "
+              "engine only%s\n", cx->o.seed, k,
+              cx->o.strict_ref ? " (AGGIO_TEST_STRICT_REFERENCE: failure)" : "");
+      CHECK(!cx->o.strict_ref, "seed %" PRIu64 " case %d: MPI-IO reference is wrong",
+            cx->o.seed, k);
+    }
   }
   MPI_Bcast(&ref_bad, 1, MPI_INT, 0, MPI_COMM_WORLD);
 
@@ -1268,7 +1292,8 @@ static int run_case(struct ctx *cx, int k) {
     make_config(&g, cx->np, strategies[i], &c);
     if (cx->o.verbose && cx->rank == 0)
       printf("case %d cfg %d: %s\n", k, i, c.desc.s);
-    cfg_fail |= run_config(cx, k, &rc, &c, salt, bg, remove_bg, want, wsize, own, F);
+    cfg_fail |= run_config(cx, k, &rc, &c, salt, bg, remove_bg, want, wsize,
+                           ref_bad ? NULL : ref, rsize, own, F);
   }
   print_rank_lines(cx, k, &rc, test_failures != fails0);
   free(want);
@@ -1287,6 +1312,8 @@ static void parse_opts(int argc, char **argv, struct opts *o) {
   o->only_case = -1;
   o->verbose = 0;
   o->max_bytes = 0;
+  o->lax_eof = 0;
+  o->strict_ref = 0;
   if ((s = getenv("AGGIO_TEST_SEED")) && *s)
     o->seed = strcmp(s, "random") == 0 ? (uint64_t)time(NULL) : strtoull(s, NULL, 0);
   if ((s = getenv("AGGIO_TEST_CASES")) && *s)
@@ -1295,6 +1322,10 @@ static void parse_opts(int argc, char **argv, struct opts *o) {
     o->only_case = atoi(s);
   if ((s = getenv("AGGIO_TEST_MAX_BYTES")) && *s)
     o->max_bytes = atol(s);
+  if ((s = getenv("AGGIO_TEST_LAX_EOF")) && *s)
+    o->lax_eof = atoi(s);
+  if ((s = getenv("AGGIO_TEST_STRICT_REFERENCE")) && *s)
+    o->strict_ref = atoi(s);
   if ((s = getenv("AGGIO_TEST_VERBOSE")) && *s)
     o->verbose = atoi(s);
   for (int i = 1; i < argc; i++) {

@@ -292,21 +292,42 @@ static void test_one_write(void) {
   run_free(&rn);
 }
 
-/* Same pattern, K aggregators and cb_buffer_size B: each aggregator's domain
- * (total/K, block aligned) goes in ceil(domain/B) writes. */
+/* One aggregator, cb_buffer_size B not dividing the total: ceil(total/B)
+ * system writes, one per round. */
+static void test_ceil(void) {
+  struct run rn = {.tag = "ceil", .p = {4096, 0, 4}, .cb_nodes = "1",
+                   .cb_buffer_size = "12288", .ds_write = "automatic"};
+  do_run(&rn);
+  if (rank == 0) {
+    long long total = (long long)nprocs * 4 * 4096, per = (total + 12287) / 12288;
+    char *b = stats_block(&rn);
+    CHECK(ivalue(b, "system writes") == per, "system writes %lld, expected %lld",
+          ivalue(b, "system writes"), per);
+    CHECK(ivalue(b, "system write bytes") == total, "system write bytes");
+    CHECK(ivalue(b, "two-phase rounds") == per, "rounds %lld", ivalue(b, "two-phase rounds"));
+    CHECK(ivalue(b, "read-modify-writes") == 0, "rmw");
+    free(b);
+  }
+  run_free(&rn);
+}
+
+/* Same pattern, K aggregators and cb_buffer_size B dividing each domain
+ * (total/K, block aligned): total/B system writes, total/(K*B) rounds. */
 static void test_rounds(void) {
   struct run rn = {.tag = "rounds", .p = {4096, 0, 4}, .cb_nodes = "2",
-                   .cb_buffer_size = "12288", .ds_write = "automatic", .placement = 1};
+                   .cb_buffer_size = "8192", .ds_write = "automatic", .placement = 1};
   do_run(&rn);
   if (rank == 0) {
     long long total = (long long)nprocs * 4 * 4096;
     int k = nprocs < 2 ? nprocs : 2;
-    long long dom = total / k, per = (dom + 12287) / 12288;
+    long long per = total / k / 8192;
     char *b = stats_block(&rn);
     CHECK(rn.naggr == k, "naggr %d, expected %d", rn.naggr, k);
     CHECK(ivalue(b, "system writes") == k * per, "system writes %lld, expected %lld",
           ivalue(b, "system writes"), k * per);
     CHECK(ivalue(b, "system write bytes") == total, "system write bytes");
+    CHECK(ivalue(b, "average system write size") == 8192, "average size");
+    CHECK(ivalue(b, "system writes aligned") == k * per, "aligned");
     CHECK(ivalue(b, "read-modify-writes") == 0, "rmw");
     CHECK(ivalue(b, "write gaps") == 0, "gaps");
     CHECK(ivalue(b, "two-phase rounds") == per, "rounds %lld", ivalue(b, "two-phase rounds"));
@@ -436,6 +457,7 @@ int main(int argc, char **argv) {
   unsetenv("AGGIO_AGGREGATOR_PLACEMENT_DISPLAY");
   unsetenv("AGGIO_HINTS");
   test_one_write();
+  test_ceil();
   test_rounds();
   test_gaps();
   test_rmw();
