@@ -49,8 +49,10 @@ static void mpi_library(struct bench_sysinfo *s) {
   int len = 0;
   MPI_Get_library_version(text, &len);
   text[strcspn(text, "\n")] = '\0';
-  text[sizeof s->mpi_library - 1] = '\0';
-  memcpy(s->mpi_library, text, sizeof s->mpi_library);
+  size_t n = strlen(text);
+  if (n >= sizeof s->mpi_library) n = sizeof s->mpi_library - 1;
+  memcpy(s->mpi_library, text, n);
+  s->mpi_library[n] = '\0';
   /* MPICH's first line is just "MPICH Version: 4.0.2". */
   char *tab;
   while ((tab = strchr(s->mpi_library, '\t'))) *tab = ' ';

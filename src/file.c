@@ -227,6 +227,8 @@ static aggio_file new_handle(MPI_Comm comm, const char *filename, int amode,
   }
   fh->fd = fh->fd_direct = -1;
   fh->comm = MPI_COMM_NULL;
+  fh->shm_comm = MPI_COMM_NULL;
+  fh->shm_win = MPI_WIN_NULL;
   fh->amode = amode;
   fh->block = fh->dio_align = 4096;
   default_view(fh);

@@ -64,6 +64,10 @@ enum aggio__strategy_hint {
     "aggregation strategy: auto, independent, two_phase")                                    \
   X(direct_io, "aggio_direct_io", AGGIO_HK_TRISTATE, "automatic", 1,                         \
     "O_DIRECT for large aligned writes: enable, disable, auto")                              \
+  X(node_shm, "aggio_node_shm", AGGIO_HK_TRISTATE, "automatic", 1,                          \
+    "ranks copy into same-node aggregators through shared memory")                           \
+  X(pipeline, "aggio_pipeline", AGGIO_HK_TRISTATE, "automatic", 1,                           \
+    "aggregators write one buffer while filling the next (I/O thread)")                      \
   X(emulate_nodes, "aggio_emulate_nodes", AGGIO_HK_INT, "0", 1,                              \
     "split each node's ranks into N emulated nodes (0: real topology)")                      \
   X(stats, "aggio_stats", AGGIO_HK_BOOL, "false", 0, "print statistics at close")           \

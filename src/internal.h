@@ -101,6 +101,13 @@ struct aggio_file_s {
   int my_aggr_index;      /* index into aggr, or -1 */
   struct aggio__summary *summary; /* nprocs entries, reused by every call */
 
+  /* same-node shared memory (shm.c) */
+  MPI_Comm shm_comm;      /* the ranks of this rank's real node */
+  int *leader_of_rank;    /* real node of each rank, as its first rank */
+  MPI_Win shm_win;        /* aggregator buffers, or MPI_WIN_NULL */
+  int64_t shm_slot;       /* bytes of one aggregator buffer */
+  char **shm_aggr;        /* [naggr]: first buffer of each same-node aggregator, or NULL */
+
   const struct aggio__strategy_ops *strategy;
   struct aggio__stats *stats;  /* NULL unless stats or timers are on */
   struct aggio__trace *trace;  /* NULL unless tracing is on */
@@ -175,6 +182,22 @@ void *aggio__alloc_aligned(int64_t len, int64_t align);
  * node_of_rank, node_names, aggr, naggr, my_aggr_index. */
 int aggio__topology(aggio_file fh, struct aggio__err *e);
 void aggio__topology_free(aggio_file fh);
+
+/* ---- same-node shared memory (shm.c) -------------------------------------- */
+
+/* Collective over fh->comm (each node allocates on its own): makes two
+ * buffers of `slot` bytes (page-aligned) per aggregator in a shared window
+ * of its node, unless there already are, and maps every same-node
+ * aggregator's buffers.  Returns 1 when shared memory is in use, 0 when not
+ * (disabled by hint or refused by MPI: then messages carry everything). */
+int aggio__shm_ensure(aggio_file fh, int64_t slot);
+/* Buffer s (0 or 1) of aggregator i, or NULL when i is on another node or
+ * shared memory is off. */
+char *aggio__shm_buffer(aggio_file fh, int i, int s);
+/* A barrier of this rank's node with the memory synchronisation the MPI
+ * shared-memory model asks for around it. */
+void aggio__shm_barrier(aggio_file fh);
+void aggio__shm_free(aggio_file fh);
 
 /* ---- helpers shared by the data-access entry points ------------------------ */
 

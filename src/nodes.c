@@ -36,6 +36,8 @@ static int number_nodes(aggio_file fh, const struct node_key *keys) {
 /* Node keys of all ranks: real node leader and emulated index. */
 static int gather_keys(aggio_file fh, struct node_key *keys,
                        struct aggio__err *e) {
+  /* The real node's communicator stays with the file: same-node ranks
+   * exchange data through shared memory on it (shm.c). */
   MPI_Comm node_comm;
   if (MPI_Comm_split_type(fh->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL,
                           &node_comm) != MPI_SUCCESS)
@@ -49,7 +51,7 @@ static int gather_keys(aggio_file fh, struct node_key *keys,
   int k = (int)fh->hints.emulate_nodes.num;
   if (k > 0)
     mine.emu = aggio__emulated_node(lr, ls, k);
-  MPI_Comm_free(&node_comm);
+  fh->shm_comm = node_comm;
   if (MPI_Allgather(&mine, 2, MPI_INT, keys, 2, MPI_INT, fh->comm) != MPI_SUCCESS)
     return aggio__fail(e, AGGIO_ERR_MPI, "rank %d: MPI_Allgather failed", fh->rank);
   return 0;
@@ -102,6 +104,13 @@ int aggio__topology(aggio_file fh, struct aggio__err *e) {
   }
   int rc = gather_keys(fh, keys, e);
   if (rc == 0) {
+    fh->leader_of_rank = malloc((size_t)fh->nprocs * sizeof *fh->leader_of_rank);
+    if (!fh->leader_of_rank)
+      rc = aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: out of memory", fh->rank);
+    for (int r = 0; rc == 0 && r < fh->nprocs; r++)
+      fh->leader_of_rank[r] = keys[r].leader;
+  }
+  if (rc == 0) {
     fh->nnodes = number_nodes(fh, keys);
     rc = name_nodes(fh, keys, e);
   }
@@ -127,6 +136,11 @@ int aggio__topology(aggio_file fh, struct aggio__err *e) {
 }
 
 void aggio__topology_free(aggio_file fh) {
+  aggio__shm_free(fh);
+  if (fh->shm_comm != MPI_COMM_NULL)
+    MPI_Comm_free(&fh->shm_comm);
+  free(fh->leader_of_rank);
+  fh->leader_of_rank = NULL;
   if (fh->node_names)
     for (int i = 0; i < fh->nnodes; i++)
       free(fh->node_names[i]);

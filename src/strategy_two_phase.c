@@ -14,7 +14,15 @@
  * (read-modify-write keeps the bytes in holes); reads are the mirror image.
  * The aggregator's buffer is laid out so that aligned file offsets fall on
  * aligned memory, letting the POSIX layer use O_DIRECT for the middle.
+ *
+ * Two refinements over ROMIO's scheme:
+ *   - ranks on the aggregator's node copy into its buffer through shared
+ *     memory (shm.c) instead of sending messages: one copy instead of two;
+ *   - each aggregator has two buffers and writes one from an I/O thread
+ *     while the next round fills the other (pipelining, as in Tessier et
+ *     al.'s TAPIOCA), so exchange and file writes overlap.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,6 +41,18 @@ struct piece_list {
   size_t n, cap, cursor;
 };
 
+/* One of an aggregator's two buffers, and the write it may have in flight. */
+struct slot {
+  char *buf;                  /* shared-memory or private, cb + alignment */
+  int64_t lo;                 /* window this buffer holds */
+  struct aggio__extents runs; /* covered runs of the window */
+  int rmw;                    /* write the span, old bytes read in first */
+  pthread_t thread;
+  int busy;                   /* an I/O thread is writing it */
+  struct aggio__err err;      /* the I/O thread's outcome */
+  struct tp *t;
+};
+
 struct tp {
   aggio_file fh;
   struct aggio__access *acc;
@@ -40,12 +60,14 @@ struct tp {
   int naggr, me;           /* me: my aggregator index, or -1 */
   int64_t *fd_lo, *fd_hi;  /* file domains */
   int64_t cb, nrounds, shift_align;
+  int shm;                 /* same-node copies through shared memory */
+  int pipeline;            /* writes in an I/O thread */
   struct piece_list *mine; /* [naggr]: my ranges in each domain */
   struct aggio__extents *theirs;  /* [nprocs]: ranges of my domain per rank */
   size_t *their_cursor;           /* [nprocs] */
   struct aggio__extents *window;  /* [nprocs]: theirs clipped to this round */
-  struct aggio__extents runs;     /* coverage of this round's window */
-  char *buf;                      /* aggregator buffer, cb + alignment */
+  struct slot slot[2];
+  char *private_buf;              /* buffers when shared memory is off */
   MPI_Request *req;
   MPI_Status *stat;
   MPI_Datatype *types;
@@ -201,127 +223,191 @@ static int post(struct tp *t, char *base, int n, int peer, int is_send) {
                  : MPI_Irecv(base, 1, *ty, peer, TP_TAG, t->fh->comm, r);
 }
 
+/* Where file offset `off` of a window starting at `lo` lives in a buffer:
+ * shifted so that aligned offsets land on aligned memory (O_DIRECT). */
+static char *buf_at(const struct tp *t, char *buf, int64_t lo, int64_t off) {
+  return buf + (lo % t->shift_align) + (off - lo);
+}
+
+/* Buffer s of aggregator i as this rank can reach it through shared memory,
+ * or NULL (other node, or shared memory off). */
+static char *peer_buffer(const struct tp *t, int i, int s) {
+  return t->shm ? aggio__shm_buffer(t->fh, i, s) : NULL;
+}
+
+/* 1 if rank r reaches my buffers through shared memory. */
+static int same_node(const struct tp *t, int r) {
+  aggio_file fh = t->fh;
+  return t->shm && fh->leader_of_rank[r] == fh->leader_of_rank[fh->rank];
+}
+
 /* This rank's side of round k: for each aggregator, the stream bytes of my
- * pieces inside that aggregator's window. */
-static int post_mine(struct tp *t, int64_t k, int is_write) {
+ * pieces inside that aggregator's window, copied through shared memory when
+ * the aggregator shares the node, else sent (or received) as one message. */
+static int move_mine(struct tp *t, int64_t k, int is_write) {
+  char *stream = t->acc->stream;
   for (int i = 0; i < t->naggr; i++) {
     int64_t lo, hi;
     struct piece_list *l = &t->mine[i];
     aggio__round_window(t->fd_lo[i], t->fd_hi[i], t->cb, k, &lo, &hi);
+    char *peer = peer_buffer(t, i, (int)(k % 2));
     int n = 0;
     while (l->cursor < l->n && l->v[l->cursor].off + l->v[l->cursor].len <= lo)
       l->cursor++;
     for (size_t j = l->cursor; j < l->n && l->v[j].off < hi; j++) {
       int64_t a = l->v[j].off > lo ? l->v[j].off : lo;
       int64_t b = l->v[j].off + l->v[j].len < hi ? l->v[j].off + l->v[j].len : hi;
+      int64_t spos = l->v[j].spos + (a - l->v[j].off);
+      if (peer && is_write) {
+        memcpy(buf_at(t, peer, lo, a), stream + spos, (size_t)(b - a));
+        continue;
+      }
+      if (peer) {
+        memcpy(stream + spos, buf_at(t, peer, lo, a), (size_t)(b - a));
+        continue;
+      }
       if (ensure_scratch(t, (size_t)n + 1) != 0)
         return AGGIO_ERR_NOMEM;
-      t->disps[n] = (MPI_Aint)(l->v[j].spos + (a - l->v[j].off));
+      t->disps[n] = (MPI_Aint)spos;
       t->blens[n] = (int)(b - a);
       n++;
     }
-    if (n > 0 && post(t, t->acc->stream, n, t->fh->aggr[i], is_write) != MPI_SUCCESS)
+    if (n > 0 && post(t, stream, n, t->fh->aggr[i], is_write) != MPI_SUCCESS)
       return AGGIO_ERR_MPI;
   }
   return 0;
 }
 
-/* Where file offset `off` of window [lo, hi) lives in the aggregator buffer:
- * shifted so that aligned offsets land on aligned memory (O_DIRECT). */
-static char *buf_at(const struct tp *t, int64_t lo, int64_t off) {
-  return t->buf + (lo % t->shift_align) + (off - lo);
-}
-
 /* The aggregator's side of round k: clip every rank's ranges to the window
  * and compute the covered runs. */
-static int clip_window(struct tp *t, int64_t lo, int64_t hi) {
+static int clip_window(struct tp *t, struct slot *sl, int64_t lo, int64_t hi) {
   for (int r = 0; r < t->fh->nprocs; r++) {
     aggio__extents_clear(&t->window[r]);
     if (aggio__clip(&t->theirs[r], &t->their_cursor[r], lo, hi, &t->window[r]) != 0)
       return AGGIO_ERR_NOMEM;
   }
-  return aggio__coverage(t->window, t->fh->nprocs, &t->runs);
+  sl->lo = lo;
+  return aggio__coverage(t->window, t->fh->nprocs, &sl->runs);
 }
 
-static int post_theirs(struct tp *t, int64_t lo, int is_send) {
-  char *base = buf_at(t, lo, lo);
+/* Messages with the ranks that cannot reach the buffer through shared memory. */
+static int post_theirs(struct tp *t, struct slot *sl, int is_send) {
   for (int r = 0; r < t->fh->nprocs; r++) {
     struct aggio__extents *w = &t->window[r];
-    if (w->n == 0)
+    if (w->n == 0 || same_node(t, r))
       continue;
     if (ensure_scratch(t, w->n) != 0)
       return AGGIO_ERR_NOMEM;
     for (size_t j = 0; j < w->n; j++) {
-      t->disps[j] = (MPI_Aint)(w->v[j].off - lo);
+      t->disps[j] = (MPI_Aint)(w->v[j].off - sl->lo);
       t->blens[j] = (int)w->v[j].len;
     }
-    if (post(t, base, (int)w->n, r, is_send) != MPI_SUCCESS)
+    if (post(t, buf_at(t, sl->buf, sl->lo, sl->lo), (int)w->n, r, is_send) != MPI_SUCCESS)
       return AGGIO_ERR_MPI;
   }
   return 0;
 }
 
-static void count_gaps(struct tp *t) {
+static void count_gaps(struct tp *t, const struct slot *sl) {
   struct aggio__stats *s = t->fh->stats;
-  if (!s || t->runs.n < 2)
+  if (!s || sl->runs.n < 2)
     return;
-  const struct aggio__extent *v = t->runs.v;
-  s->c[AGGIO_C_WRITE_GAPS] += (int64_t)t->runs.n - 1;
-  for (size_t i = 1; i < t->runs.n; i++)
+  const struct aggio__extent *v = sl->runs.v;
+  s->c[AGGIO_C_WRITE_GAPS] += (int64_t)sl->runs.n - 1;
+  for (size_t i = 1; i < sl->runs.n; i++)
     s->c[AGGIO_C_WRITE_GAP_BYTES] += v[i].off - (v[i - 1].off + v[i - 1].len);
 }
 
-/* Reads [a, b) into the buffer, zeros past end of file. */
-static int read_span(struct tp *t, int64_t lo, int64_t a, int64_t b) {
+/* Reads [a, b) into the slot's buffer, zeros past end of file. */
+static int read_span(struct tp *t, struct slot *sl, int64_t a, int64_t b,
+                     struct aggio__err *e) {
   int64_t got = 0;
-  char *p = buf_at(t, lo, a);
-  int rc = aggio__pread(t->fh, p, b - a, a, &got, AGGIO_IO_AGGREGATOR, t->e);
+  char *p = buf_at(t, sl->buf, sl->lo, a);
+  int rc = aggio__pread(t->fh, p, b - a, a, &got, AGGIO_IO_AGGREGATOR, e);
   if (rc == 0 && got < b - a)
     memset(p + got, 0, (size_t)(b - a - got));
   return rc;
 }
 
-static int64_t span_lo(const struct tp *t) { return t->runs.v[0].off; }
-static int64_t span_hi(const struct tp *t) {
-  return t->runs.v[t->runs.n - 1].off + t->runs.v[t->runs.n - 1].len;
+static int64_t span_lo(const struct slot *sl) { return sl->runs.v[0].off; }
+static int64_t span_hi(const struct slot *sl) {
+  return sl->runs.v[sl->runs.n - 1].off + sl->runs.v[sl->runs.n - 1].len;
 }
 
-/* Before receiving: with read-modify-write, the old bytes of the span. */
-static int prepare_write_window(struct tp *t, int64_t lo, int *rmw) {
-  *rmw = aggio__rmw_decide(&t->runs, lo, lo, (int)t->fh->hints.ds_write.num);
-  count_gaps(t);
-  if (!*rmw || t->e->code != 0)
+/* The file write of one slot; runs in the I/O thread when pipelining. */
+static int write_slot(struct slot *sl) {
+  struct tp *t = sl->t;
+  if (sl->runs.n == 0)
     return 0;
-  if (t->fh->stats) {
-    t->fh->stats->c[AGGIO_C_RMW_COUNT]++;
-    t->fh->stats->c[AGGIO_C_RMW_BYTES] += span_hi(t) - span_lo(t);
-  }
-  return read_span(t, lo, span_lo(t), span_hi(t));
-}
-
-static int write_window(struct tp *t, int64_t lo, int rmw) {
-  if (t->e->code != 0 || t->runs.n == 0)
-    return 0; /* after a failure, keep exchanging but write nothing */
-  if (rmw)
-    return aggio__pwrite(t->fh, buf_at(t, lo, span_lo(t)), span_hi(t) - span_lo(t),
-                         span_lo(t), AGGIO_IO_AGGREGATOR, t->e);
-  for (size_t i = 0; i < t->runs.n; i++) {
-    const struct aggio__extent *x = &t->runs.v[i];
-    int rc = aggio__pwrite(t->fh, buf_at(t, lo, x->off), x->len, x->off,
-                           AGGIO_IO_AGGREGATOR, t->e);
+  if (sl->rmw)
+    return aggio__pwrite(t->fh, buf_at(t, sl->buf, sl->lo, span_lo(sl)),
+                         span_hi(sl) - span_lo(sl), span_lo(sl),
+                         AGGIO_IO_AGGREGATOR, &sl->err);
+  for (size_t i = 0; i < sl->runs.n; i++) {
+    const struct aggio__extent *x = &sl->runs.v[i];
+    int rc = aggio__pwrite(t->fh, buf_at(t, sl->buf, sl->lo, x->off), x->len,
+                           x->off, AGGIO_IO_AGGREGATOR, &sl->err);
     if (rc != 0)
       return rc;
   }
   return 0;
 }
 
-static int read_window(struct tp *t, int64_t lo) {
-  if (t->e->code != 0 || t->runs.n == 0)
+static void *write_thread(void *arg) {
+  write_slot(arg);
+  return NULL;
+}
+
+/* Waits for the slot's write, if any, and takes its outcome. */
+static void slot_join(struct tp *t, struct slot *sl) {
+  if (!sl->busy)
+    return;
+  pthread_join(sl->thread, NULL);
+  sl->busy = 0;
+  if (sl->err.code != 0 && t->e->code == 0)
+    *t->e = sl->err;
+}
+
+/* Writes the slot, in the I/O thread when pipelining (one write in flight
+ * at a time: the POSIX layer's state is not shared between threads). */
+static void slot_write(struct tp *t, struct slot *sl) {
+  slot_join(t, &t->slot[0]);
+  slot_join(t, &t->slot[1]);
+  if (t->e->code != 0 || sl->runs.n == 0)
+    return; /* after a failure, keep exchanging but write nothing */
+  sl->err.code = 0;
+  if (t->pipeline && pthread_create(&sl->thread, NULL, write_thread, sl) == 0) {
+    sl->busy = 1;
+    return;
+  }
+  write_slot(sl);
+  if (sl->err.code != 0)
+    *t->e = sl->err;
+}
+
+/* Before the data arrives: with read-modify-write, the old bytes of the span. */
+static int prepare_write(struct tp *t, struct slot *sl) {
+  sl->rmw = aggio__rmw_decide(&sl->runs, sl->lo, sl->lo, (int)t->fh->hints.ds_write.num);
+  count_gaps(t, sl);
+  if (!sl->rmw || t->e->code != 0)
     return 0;
-  if (aggio__rmw_decide(&t->runs, lo, lo, (int)t->fh->hints.ds_read.num))
-    return read_span(t, lo, span_lo(t), span_hi(t));
-  for (size_t i = 0; i < t->runs.n; i++) {
-    int rc = read_span(t, lo, t->runs.v[i].off, t->runs.v[i].off + t->runs.v[i].len);
+  slot_join(t, &t->slot[0]); /* no read beside a write in flight */
+  slot_join(t, &t->slot[1]);
+  if (t->fh->stats) {
+    t->fh->stats->c[AGGIO_C_RMW_COUNT]++;
+    t->fh->stats->c[AGGIO_C_RMW_BYTES] += span_hi(sl) - span_lo(sl);
+  }
+  return read_span(t, sl, span_lo(sl), span_hi(sl), t->e);
+}
+
+static int read_slot(struct tp *t, struct slot *sl) {
+  if (t->e->code != 0 || sl->runs.n == 0)
+    return 0;
+  if (aggio__rmw_decide(&sl->runs, sl->lo, sl->lo, (int)t->fh->hints.ds_read.num))
+    return read_span(t, sl, span_lo(sl), span_hi(sl), t->e);
+  for (size_t i = 0; i < sl->runs.n; i++) {
+    const struct aggio__extent *x = &sl->runs.v[i];
+    int rc = read_span(t, sl, x->off, x->off + x->len, t->e);
     if (rc != 0)
       return rc;
   }
@@ -339,6 +425,15 @@ static int wait_all(struct tp *t) {
   return rc == MPI_SUCCESS ? 0 : AGGIO_ERR_MPI;
 }
 
+static void node_barrier(struct tp *t) {
+  if (!t->shm)
+    return;
+  double t0 = t->fh->stats ? aggio__now() : 0.0;
+  aggio__shm_barrier(t->fh);
+  if (t->fh->stats)
+    aggio__phase_add(t->fh->stats, AGGIO_P_WAIT, aggio__now() - t0);
+}
+
 /* Local failures are recorded in t->e; the round still runs to the end so
  * that every message a peer posted is matched. */
 static void note(struct tp *t, int rc, const char *what) {
@@ -347,34 +442,76 @@ static void note(struct tp *t, int rc, const char *what) {
                 aggio_strerror(rc));
 }
 
+/* Round k of a write.  Slot k % 2 was last written in round k - 2; the
+ * first node barrier says every aggregator of the node has it back, the
+ * second that every rank has copied its data in. */
 static void round_write(struct tp *t, int64_t k) {
-  int64_t lo = 0, hi = 0;
-  int rmw = 0;
+  struct slot *sl = &t->slot[k % 2];
   if (t->me >= 0) {
+    int64_t lo, hi;
+    slot_join(t, sl);
     aggio__round_window(t->fd_lo[t->me], t->fd_hi[t->me], t->cb, k, &lo, &hi);
-    note(t, clip_window(t, lo, hi), "planning");
-    note(t, prepare_write_window(t, lo, &rmw), "read-modify-write read");
-    note(t, post_theirs(t, lo, 0), "receive");
+    note(t, clip_window(t, sl, lo, hi), "planning");
+    note(t, prepare_write(t, sl), "read-modify-write read");
   }
-  note(t, post_mine(t, k, 1), "send");
-  note(t, wait_all(t), "exchange");
+  node_barrier(t);
   if (t->me >= 0)
-    write_window(t, lo, rmw);
+    note(t, post_theirs(t, sl, 0), "receive");
+  note(t, move_mine(t, k, 1), "send");
+  note(t, wait_all(t), "exchange");
+  node_barrier(t);
+  if (t->me >= 0)
+    slot_write(t, sl);
 }
 
+/* Round k of a read: the aggregator fills slot k % 2, the node barrier says
+ * every aggregator of the node has, then ranks copy out.  The slot is
+ * refilled in round k + 2, after round k + 1's barrier, which every rank
+ * reaches only once it has copied. */
 static void round_read(struct tp *t, int64_t k) {
-  int64_t lo = 0, hi = 0;
-  note(t, post_mine(t, k, 0), "receive");
+  struct slot *sl = &t->slot[k % 2];
   if (t->me >= 0) {
+    int64_t lo, hi;
     aggio__round_window(t->fd_lo[t->me], t->fd_hi[t->me], t->cb, k, &lo, &hi);
-    note(t, clip_window(t, lo, hi), "planning");
-    read_window(t, lo);
-    note(t, post_theirs(t, lo, 1), "send");
+    note(t, clip_window(t, sl, lo, hi), "planning");
+    read_slot(t, sl);
   }
+  node_barrier(t);
+  if (t->me >= 0)
+    note(t, post_theirs(t, sl, 1), "send");
+  note(t, move_mine(t, k, 0), "receive");
   note(t, wait_all(t), "exchange");
 }
 
 /* ---- set-up and tear-down ------------------------------------------------- */
+
+/* Buffers: in the node's shared window when same-node copies are on, else
+ * private.  Every rank calls this (the window is collective). */
+static int setup_buffers(struct tp *t) {
+  aggio_file fh = t->fh;
+  int64_t slot = aggio__round_up(t->cb + t->shift_align, t->shift_align);
+  t->shm = aggio__shm_ensure(fh, slot);
+  t->pipeline = fh->hints.pipeline.num != AGGIO_DISABLE;
+  for (int s = 0; s < 2; s++) {
+    t->slot[s].t = t;
+    t->slot[s].err.code = 0;
+  }
+  if (t->me < 0)
+    return 0;
+  if (t->shm) {
+    t->slot[0].buf = aggio__shm_buffer(fh, t->me, 0);
+    t->slot[1].buf = aggio__shm_buffer(fh, t->me, 1);
+    return 0;
+  }
+  if (t->fd_hi[t->me] <= t->fd_lo[t->me])
+    return 0;
+  t->private_buf = aggio__alloc_aligned(2 * slot, t->shift_align);
+  if (!t->private_buf)
+    return AGGIO_ERR_NOMEM;
+  t->slot[0].buf = t->private_buf;
+  t->slot[1].buf = t->private_buf + slot;
+  return 0;
+}
 
 static int setup(struct tp *t, const struct aggio__summary *all) {
   aggio_file fh = t->fh;
@@ -403,22 +540,22 @@ static int setup(struct tp *t, const struct aggio__summary *all) {
     return AGGIO_ERR_NOMEM;
   aggio__file_domains(gmin, gmax, t->naggr, align, t->fd_lo, t->fd_hi);
   t->nrounds = aggio__round_count(t->naggr, t->fd_lo, t->fd_hi, t->cb);
-  if (t->me >= 0 && t->fd_hi[t->me] > t->fd_lo[t->me]) {
-    t->buf = aggio__alloc_aligned(t->cb + t->shift_align, t->shift_align);
-    if (!t->buf)
-      return AGGIO_ERR_NOMEM;
-  }
+  if (fh->stats)
+    aggio__stats_set_domains(fh->stats, t->naggr, t->fd_lo, t->fd_hi);
   return split_mine(t);
 }
 
 static void teardown(struct tp *t) {
+  slot_join(t, &t->slot[0]);
+  slot_join(t, &t->slot[1]);
   for (int i = 0; t->mine && i < t->naggr; i++)
     free(t->mine[i].v);
   for (int r = 0; t->theirs && r < t->fh->nprocs; r++) {
     aggio__extents_free(&t->theirs[r]);
     aggio__extents_free(&t->window[r]);
   }
-  aggio__extents_free(&t->runs);
+  aggio__extents_free(&t->slot[0].runs);
+  aggio__extents_free(&t->slot[1].runs);
   free(t->fd_lo);
   free(t->fd_hi);
   free(t->mine);
@@ -428,7 +565,7 @@ static void teardown(struct tp *t) {
   free(t->req);
   free(t->types);
   free(t->stat);
-  free(t->buf);
+  free(t->private_buf);
   free(t->blens);
   free(t->disps);
 }
@@ -447,7 +584,8 @@ static int reserve_rounds(struct tp *t) {
     if (aggio__extents_reserve(&t->window[r], t->theirs[r].n) != 0)
       return AGGIO_ERR_NOMEM;
   }
-  if (aggio__extents_reserve(&t->runs, total) != 0)
+  if (aggio__extents_reserve(&t->slot[0].runs, total) != 0 ||
+      aggio__extents_reserve(&t->slot[1].runs, total) != 0)
     return AGGIO_ERR_NOMEM;
   return ensure_scratch(t, most + 1);
 }
@@ -462,11 +600,12 @@ int aggio__two_phase_run(aggio_file fh, struct aggio__access *acc,
   double t0 = fh->stats ? aggio__now() : 0.0;
   struct tp t = {.fh = fh, .acc = acc, .e = e};
   int rc = setup(&t, all);
-  /* exchange_offsets runs even after a local failure (sending nothing), so
-   * that the collective completes; then all ranks agree before any round. */
+  /* exchange_offsets and the buffers are collective: they run even after a
+   * local failure, then all ranks agree before any round. */
   int rc2 = exchange_offsets(&t, rc != 0);
+  int rc3 = setup_buffers(&t);
   if (rc == 0)
-    rc = rc2;
+    rc = rc2 ? rc2 : rc3;
   if (rc == 0)
     rc = reserve_rounds(&t);
   note(&t, rc, "set-up");
@@ -476,7 +615,7 @@ int aggio__two_phase_run(aggio_file fh, struct aggio__access *acc,
   }
   if (fh->stats) {
     aggio__phase_add(fh->stats, AGGIO_P_PLAN, aggio__now() - t0);
-    if (t.me >= 0 && t.buf) {
+    if (t.me >= 0 && t.fd_hi[t.me] > t.fd_lo[t.me]) {
       fh->stats->c[AGGIO_C_AGGR_ACTIVE]++;
       fh->stats->c[AGGIO_C_COLL_ROUNDS] += t.nrounds;
     }

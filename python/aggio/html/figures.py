@@ -30,7 +30,7 @@ def _axes_for_layers(layers):
     for i, layer in enumerate(layers):
         top = 1 - i / n
         name = "yaxis" if i == 0 else f"yaxis{i + 1}"
-        layout[name] = {"domain": [max(0, top - 1 / n + 0.06), top], "title": f"{LAYER_NAMES[layer]} rank",
+        layout[name] = {"domain": [max(0, top - 1 / n + 0.06), top], "title": {"text": f"{LAYER_NAMES[layer]} rank"},
                         "zeroline": False}
     return layout
 
@@ -43,7 +43,7 @@ def timeline(job: Job, max_points: int) -> tuple[dict, str]:
     layers = [l for l in LAYERS if (job.ops["layer"] == l).any()]
     if not layers:
         return {}, ""
-    layout = {"xaxis": {"title": "seconds", "anchor": _yref(len(layers) - 1)},
+    layout = {"xaxis": {"title": {"text": "seconds"}, "anchor": _yref(len(layers) - 1)},
               "height": 320 + 160 * len(layers), "hovermode": "closest",
               "margin": {"t": 30}, "legend": {"orientation": "h"}}
     layout.update(_axes_for_layers(layers))
@@ -116,7 +116,7 @@ def _heatmap_timeline(ops, layers, bins=400):
                      "x0": t0 + width / 2, "dx": width, "y0": 0, "dy": 1, "yaxis": _yref(i),
                      "colorscale": "Viridis", "zmin": 0, "zmax": 1, "showscale": i == 0,
                      "name": f"{LAYER_NAMES[layer]} busy fraction",
-                     "colorbar": {"title": "busy"},
+                     "colorbar": {"title": {"text": "busy"}},
                      "hovertemplate": "rank %{y}<br>t %{x:.3f} s<br>busy %{z:.2f}<extra></extra>"})
     return data
 
@@ -147,8 +147,8 @@ def size_distribution(job: Job) -> tuple[dict, str]:
                              "x": SIZE_BIN_LABELS, "y": hist.tolist()})
     if not data:
         return {}, ""
-    layout = {"barmode": "group", "xaxis": {"title": "request size (bytes)"},
-              "yaxis": {"title": "requests", "type": "log"}, "height": 360,
+    layout = {"barmode": "group", "xaxis": {"title": {"text": "request size (bytes)"}},
+              "yaxis": {"title": {"text": "requests"}, "type": "log"}, "height": 360,
               "margin": {"t": 30}}
     src = "counters" if not job.has_ops else "operations"
     return {"data": data, "layout": layout}, f"Request sizes per layer (from {src})."
@@ -169,10 +169,10 @@ def spatial_map(job: Job, max_points: int) -> tuple[dict, str]:
                          "x": typed(part["t_start"]), "y": typed(part["offset"], "f8"),
                          "marker": {"size": 4, "color": typed(part["rank"]),
                                     "colorscale": "Turbo", "showscale": kind == WRITE,
-                                    "colorbar": {"title": "rank"},
+                                    "colorbar": {"title": {"text": "rank"}},
                                     "symbol": "circle" if kind == WRITE else "x"},
                          "hovertemplate": "t %{x:.6f} s<br>offset %{y}<br>rank %{marker.color}<extra></extra>"})
-    layout = {"xaxis": {"title": "seconds"}, "yaxis": {"title": "file offset (bytes)"},
+    layout = {"xaxis": {"title": {"text": "seconds"}}, "yaxis": {"title": {"text": "file offset (bytes)"}},
               "height": 420, "margin": {"t": 30}, "hovermode": "closest"}
     note = ("File offsets of POSIX requests by time, coloured by rank (all files)."
             if step == 1 else
@@ -186,7 +186,7 @@ def rank_times(job: Job, times: np.ndarray) -> tuple[dict, str]:
     med = float(np.median(times[times > 0])) if (times > 0).any() else 0.0
     fig = {"data": [{"type": "bar", "x": list(range(len(times))), "y": typed(times, "f8"),
                      "name": "I/O seconds", "marker": {"color": "#2ca02c"}}],
-           "layout": {"xaxis": {"title": "rank"}, "yaxis": {"title": "seconds in read/write calls"},
+           "layout": {"xaxis": {"title": {"text": "rank"}}, "yaxis": {"title": {"text": "seconds in read/write calls"}},
                       "height": 300, "margin": {"t": 30},
                       "shapes": [{"type": "line", "xref": "paper", "x0": 0, "x1": 1,
                                   "y0": med, "y1": med, "line": {"dash": "dot"}}]}}

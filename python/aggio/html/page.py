@@ -25,7 +25,7 @@ td:first-child,th:first-child{text-align:left;max-width:40em;overflow-wrap:anywh
 .sev{font-weight:bold;text-transform:uppercase;margin-right:.5em}.code{font-family:monospace}
 pre{background:#f0f0f0;padding:.5em;overflow-x:auto;margin:.2em 0}
 .note{background:#fff8e1;padding:.3em .6em;margin:.3em 0}.caption{color:#555;font-size:.9em}
-button.copy{float:right;font-size:.75em}
+button.copy{float:right;font-size:.75em}.scroll{max-height:320px;overflow-y:auto}
 """
 
 LOADER = """
@@ -110,7 +110,8 @@ def _files_html(i, job: Job) -> str:
             "<th>ranks doing POSIX I/O</th><th>stripes</th></tr>")
     more = (f"<p class='caption'>{len(files) - MAX_FILE_ROWS} smaller files not listed.</p>"
             if len(files) > MAX_FILE_ROWS else "")
-    return (f"<h3>Files</h3><table class='files' id='files-{i}'>{head}{''.join(rows)}</table>{more}")
+    return (f"<h3>Files</h3><div class='scroll'><table class='files' id='files-{i}'>{head}"
+            f"{''.join(rows)}</table></div>{more}")
 
 
 def _file_row(f) -> list:
