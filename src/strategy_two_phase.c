@@ -523,7 +523,8 @@ static int setup(struct tp *t, const struct aggio__summary *all) {
     }
   t->naggr = fh->naggr;
   t->me = fh->my_aggr_index;
-  t->cb = fh->hints.cb_buffer_size.num;
+  /* Message block lengths are int: windows stay well below 2 GiB. */
+  t->cb = fh->hints.cb_buffer_size.num < (1 << 30) ? fh->hints.cb_buffer_size.num : (1 << 30);
   t->shift_align = fh->dio_align > 0 ? fh->dio_align : 4096;
   int64_t align = fh->hints.striping_unit.num > 0 ? fh->hints.striping_unit.num : fh->block;
   t->fd_lo = malloc((size_t)t->naggr * sizeof *t->fd_lo);

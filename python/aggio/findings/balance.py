@@ -122,10 +122,10 @@ def _imbalance_finding(f, hi, lo, base, base_name):
 
 @check("AGG-STRAGGLER", "Some ranks spend much longer in I/O than the others")
 def stragglers(job: Job, th) -> list[Finding]:
+    out = []
     if job.has_ops:
         found = _straggler_from_ops(job, th)
-        return [found] if found else []
-    out = []
+        out += [found] if found else []
     for f in job.files:
         st = f.layers.get(POSIX)
         if st is None or not (st.slowest and st.fastest):
