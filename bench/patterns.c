@@ -289,7 +289,11 @@ int bench_layout_filetype(const struct bench_layout *l, MPI_Datatype *type) {
   int64_t end = -1;
   for (size_t i = 0; i < l->next; i++) {
     int64_t off = l->ext[i].off, len = l->ext[i].len;
-    if (off < end) return -1; /* a view must not go backwards */
+    if (off < end) { /* a view must not go backwards */
+      free(lens);
+      free(disps);
+      return -1;
+    }
     while (len > 0) {
       int64_t piece = len > BENCH_GIB ? BENCH_GIB : len;
       if (off == end && (int64_t)lens[n - 1] + piece <= BENCH_GIB) {

@@ -196,6 +196,23 @@ static int observability_open(aggio_file fh, struct aggio__err *e) {
   return e->code;
 }
 
+static int is_named(MPI_Datatype t) {
+  int ni, na, nd, combiner;
+  MPI_Type_get_envelope(t, &ni, &na, &nd, &combiner);
+  return combiner == MPI_COMBINER_NAMED;
+}
+
+/* Frees the view's copies of the user's types (named types are not ours). */
+static void drop_view(struct aggio__view *v) {
+  if (v->etype != MPI_DATATYPE_NULL && !is_named(v->etype))
+    MPI_Type_free(&v->etype);
+  if (v->filetype != MPI_DATATYPE_NULL && !is_named(v->filetype))
+    MPI_Type_free(&v->filetype);
+  if (v->ft)
+    aggio__flat_release(v->ft);
+  v->ft = NULL;
+}
+
 static void release(aggio_file fh) {
   if (!fh)
     return;
@@ -203,12 +220,7 @@ static void release(aggio_file fh) {
     close(fh->fd);
   if (fh->fd_direct >= 0)
     close(fh->fd_direct);
-  if (fh->view.etype != MPI_BYTE && fh->view.etype != MPI_DATATYPE_NULL)
-    MPI_Type_free(&fh->view.etype);
-  if (fh->view.filetype != MPI_BYTE && fh->view.filetype != MPI_DATATYPE_NULL)
-    MPI_Type_free(&fh->view.filetype);
-  if (fh->view.ft)
-    aggio__flat_release(fh->view.ft);
+  drop_view(&fh->view);
   aggio__topology_free(fh);
   free(fh->stats);
   free(fh->bounce);
@@ -370,12 +382,6 @@ int aggio_file_delete(const char *filename, MPI_Info info) {
 
 /* ---- views ---------------------------------------------------------------- */
 
-static int is_named(MPI_Datatype t) {
-  int ni, na, nd, combiner;
-  MPI_Type_get_envelope(t, &ni, &na, &nd, &combiner);
-  return combiner == MPI_COMBINER_NAMED;
-}
-
 static int check_view(aggio_file fh, MPI_Offset disp, MPI_Datatype etype,
                       MPI_Datatype filetype, const char *datarep,
                       struct aggio__flat **ft, int64_t *esize,
@@ -466,12 +472,7 @@ int aggio_file_set_view(aggio_file fh, MPI_Offset disp, MPI_Datatype etype,
   fh->view.filetype = keep_type(filetype);
   fh->view.etype_size = esize;
   fh->view.ft = ft;
-  if (old.etype != MPI_BYTE && !is_named(old.etype))
-    MPI_Type_free(&old.etype);
-  if (old.filetype != MPI_BYTE && !is_named(old.filetype))
-    MPI_Type_free(&old.filetype);
-  if (old.ft)
-    aggio__flat_release(old.ft);
+  drop_view(&old);
   fh->fp_ind = 0;
   return AGGIO_SUCCESS;
 }

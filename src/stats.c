@@ -147,9 +147,14 @@ void aggio__placement_display(struct aggio_file_s *fh) {
 
 /* ---- the reduction ---------------------------------------------------------- */
 
+/* Timer slots: the phases, then their sum ("total"), then the time the
+ * application spent in aggio ("elapsed": open + data-access calls + sync +
+ * close; phases can overlap, so this is what the net rates divide by). */
+enum { T_TOTAL = AGGIO_P_COUNT, T_ELAPSED, T_SLOTS };
+
 struct reduced {
   int64_t sum[AGGIO_C_COUNT], max[AGGIO_C_COUNT], ranks[AGGIO_C_COUNT];
-  double tmin[AGGIO_P_COUNT + 1], tmax[AGGIO_P_COUNT + 1], tsum[AGGIO_P_COUNT + 1];
+  double tmin[T_SLOTS], tmax[T_SLOTS], tsum[T_SLOTS];
 };
 
 /* Reduces to rank 0.  0, or -1 when an MPI call failed (nothing printed). */
@@ -160,21 +165,24 @@ static int reduce(struct aggio_file_s *fh, struct reduced *out) {
     mine[i] = s->c[i];
     mine[AGGIO_C_COUNT + i] = s->c[i] != 0; /* ranks with a non-zero count */
   }
-  double t[AGGIO_P_COUNT + 1];
-  t[AGGIO_P_COUNT] = 0;
+  double t[T_SLOTS];
+  t[T_TOTAL] = 0;
   for (int p = 0; p < AGGIO_P_COUNT; p++) {
     t[p] = s->t[p];
     if (p == AGGIO_P_OPEN && t[p] == 0)
       t[p] = fh->open_time; /* open measured before the stats existed */
-    t[AGGIO_P_COUNT] += t[p];
+    t[T_TOTAL] += t[p];
   }
+  t[T_ELAPSED] = s->api_time > 0 ? t[AGGIO_P_OPEN] + s->api_time + t[AGGIO_P_SYNC] +
+                                       t[AGGIO_P_CLOSE]
+                                 : t[T_TOTAL];
   int rc = 0;
   MPI_Comm c = fh->comm;
   rc |= MPI_Reduce(mine, sums, 2 * AGGIO_C_COUNT, MPI_INT64_T, MPI_SUM, 0, c);
   rc |= MPI_Reduce(s->c, out->max, AGGIO_C_COUNT, MPI_INT64_T, MPI_MAX, 0, c);
-  rc |= MPI_Reduce(t, out->tmin, AGGIO_P_COUNT + 1, MPI_DOUBLE, MPI_MIN, 0, c);
-  rc |= MPI_Reduce(t, out->tmax, AGGIO_P_COUNT + 1, MPI_DOUBLE, MPI_MAX, 0, c);
-  rc |= MPI_Reduce(t, out->tsum, AGGIO_P_COUNT + 1, MPI_DOUBLE, MPI_SUM, 0, c);
+  rc |= MPI_Reduce(t, out->tmin, T_SLOTS, MPI_DOUBLE, MPI_MIN, 0, c);
+  rc |= MPI_Reduce(t, out->tmax, T_SLOTS, MPI_DOUBLE, MPI_MAX, 0, c);
+  rc |= MPI_Reduce(t, out->tsum, T_SLOTS, MPI_DOUBLE, MPI_SUM, 0, c);
   memcpy(out->sum, sums, sizeof out->sum);
   memcpy(out->ranks, sums + AGGIO_C_COUNT, sizeof out->ranks);
   return rc == MPI_SUCCESS ? 0 : -1;
@@ -268,9 +276,9 @@ static void timers_print(struct aggio_file_s *fh, const struct reduced *r) {
   FILE *f = block_begin(&b);
   fprintf(f, "aggio timers for file \"%s\"\n", fh->path);
   fprintf(f, "  ranks: %d\n", fh->nprocs);
-  for (int p = 0; p <= AGGIO_P_COUNT; p++) {
+  for (int p = 0; p < T_SLOTS; p++) {
     char key[16];
-    const char *name = p < AGGIO_P_COUNT ? phase_key[p] : "TOTAL";
+    const char *name = p < AGGIO_P_COUNT ? phase_key[p] : p == T_TOTAL ? "TOTAL" : "ELAPSED";
     size_t i = 0;
     for (; name[i] && i + 1 < sizeof key; i++)
       key[i] = (char)(name[i] >= 'A' && name[i] <= 'Z' ? name[i] - 'A' + 'a' : name[i]);
@@ -278,7 +286,7 @@ static void timers_print(struct aggio_file_s *fh, const struct reduced *r) {
     fprintf(f, "  %s: min %.6f max %.6f avg %.6f s\n", key, r->tmin[p], r->tmax[p],
             r->tsum[p] / (fh->nprocs > 0 ? fh->nprocs : 1));
   }
-  double total = r->tmax[AGGIO_P_COUNT];
+  double total = r->tmax[T_ELAPSED];
   fprintf(f, "  bytes written: %lld\n", (long long)S(API_BYTES_WRITTEN));
   print_rate(f, "raw write rate", S(API_BYTES_WRITTEN), r->tmax[AGGIO_P_WRITE]);
   print_rate(f, "net write rate", S(API_BYTES_WRITTEN), total);

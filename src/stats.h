@@ -65,6 +65,9 @@ struct aggio__stats {
   int64_t c[AGGIO_C_COUNT];
   double t[AGGIO_P_COUNT];   /* seconds spent per phase on this rank */
   int timers;                /* phase timing on */
+  double api_time;           /* seconds inside data-access calls (io.c adds
+                                each call's duration); the net rates use it
+                                because phases may overlap (pipelined writes) */
   char auto_choice[192];     /* last strategy chosen by auto, and why */
   /* File domains of the last collective call with collective buffering:
    * aggregator i (fh->aggr[i]) owned [fd_start[i], fd_end[i]).  Filled by

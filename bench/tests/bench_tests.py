@@ -125,8 +125,8 @@ def check_file_content(ctx, path, rec, what):
               f"{what}: file content differs from the generator (hole or overlap?)")
 
 
-def smoke(ctx, backends):
-    for pattern in PATTERN_ARGS:
+def smoke(ctx, backends, patterns):
+    for pattern in patterns:
         for name in backends:
             path = os.path.join(ctx.dir, f"{pattern}-{name}")
             jpath = path + ".json"
@@ -187,7 +187,8 @@ def check_record(ctx, rec, api, reps, what):
               f"{what}: verify")
 
 
-def json_check(ctx, backends):
+def json_check(ctx, backends, patterns):
+    del patterns  # one pattern is enough
     for name in backends:
         api = BACKENDS[name][1]
         path = os.path.join(ctx.dir, f"json-{name}")
@@ -214,9 +215,9 @@ def flip_byte(path, offset):
         f.write(bytes([b[0] ^ 0x5A]))
 
 
-def corrupt(ctx, backends):
+def corrupt(ctx, backends, patterns):
     for name in backends:
-        for pattern in ("strided", "hacc-soa"):
+        for pattern in [p for p in ("strided", "hacc-soa") if p in patterns]:
             path = os.path.join(ctx.dir, f"corrupt-{pattern}-{name}")
             base = BACKENDS[name] + common(pattern, path)
             what = f"corrupt {pattern} {name}"
@@ -247,6 +248,8 @@ def setup_parser(parser):
                         help="launcher and its flags, e.g. 'mpiexec -n 2 --oversubscribe'")
     parser.add_argument("--dir", required=True, help="scratch directory (emptied)")
     parser.add_argument("--backends", help="comma-separated subset of: " + ",".join(BACKENDS))
+    parser.add_argument("--patterns", default=",".join(PATTERN_ARGS),
+                        help="comma-separated subset of: " + ",".join(PATTERN_ARGS))
 
 
 def main(argv):
@@ -257,7 +260,7 @@ def main(argv):
     if args.backends:
         backends = args.backends.split(",")
     ctx = Ctx(args)
-    fn(ctx, backends)
+    fn(ctx, backends, args.patterns.split(","))
     shutil.rmtree(ctx.dir, ignore_errors=True)
     return ctx.done(args.check)
 
