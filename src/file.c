@@ -109,16 +109,16 @@ static int posix_open(aggio_file fh, int create, struct aggio__err *e) {
     flags |= O_CREAT;
   if (create && (fh->amode & MPI_MODE_EXCL))
     flags |= O_EXCL;
-  double t0 = fh->trace ? aggio__now() : 0.0;
+  /* The trace starts after the open (it needs the topology), so the open's
+   * times are kept and recorded then. */
+  fh->posix_open_t0 = aggio__now();
   fh->fd = open(fh->path, flags, 0666);
   if (fh->fd < 0 && errno == EACCES && (fh->amode & MPI_MODE_WRONLY))
     fh->fd = open(fh->path, (flags & ~O_RDWR) | O_WRONLY, 0666);
+  fh->posix_open_t1 = aggio__now();
   if (fh->fd < 0)
     return aggio__fail(e, aggio__errno_code(errno), "rank %d: open(%s): %s",
                        fh->rank, fh->path, strerror(errno));
-  if (fh->trace)
-    aggio__trace_record(fh->trace, AGGIO_OP_POSIX_OPEN, -1, 0, 0, t0,
-                        aggio__now(), 0);
   return 0;
 }
 
@@ -181,7 +181,7 @@ static const char *getenv_nonempty(const char *name) {
 
 /* Statistics, timers, placement display and trace, all off unless asked. */
 static int observability_open(aggio_file fh, struct aggio__err *e) {
-  if (fh->hints.stats.num || fh->hints.timers.num) {
+  if (fh->hints.stats.num || fh->hints.timers.num || fh->hints.placement_display.num) {
     fh->stats = aggio__stats_new((int)fh->hints.timers.num);
     if (!fh->stats)
       aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: out of memory", fh->rank);
@@ -191,6 +191,9 @@ static int observability_open(aggio_file fh, struct aggio__err *e) {
   if (rc != 0)
     aggio__fail(e, rc, "rank %d: cannot start the trace: %s", fh->rank,
                 aggio_strerror(rc));
+  if (fh->trace && fh->fd >= 0)
+    aggio__trace_record(fh->trace, AGGIO_OP_POSIX_OPEN, -1, 0, 0,
+                        fh->posix_open_t0, fh->posix_open_t1, 0);
   if (fh->hints.placement_display.num)
     aggio__placement_display(fh);
   return e->code;
@@ -222,6 +225,8 @@ static void release(aggio_file fh) {
     close(fh->fd_direct);
   drop_view(&fh->view);
   aggio__topology_free(fh);
+  if (fh->trace)
+    aggio__trace_discard(fh->trace);
   free(fh->stats);
   free(fh->bounce);
   if (fh->comm != MPI_COMM_NULL)

@@ -70,9 +70,9 @@ enum aggio__strategy_hint {
     "aggregators write one buffer while filling the next (I/O thread)")                      \
   X(emulate_nodes, "aggio_emulate_nodes", AGGIO_HK_INT, "0", 1,                              \
     "split each node's ranks into N emulated nodes (0: real topology)")                      \
-  X(stats, "aggio_stats", AGGIO_HK_BOOL, "false", 0, "print statistics at close")           \
-  X(timers, "aggio_timers", AGGIO_HK_BOOL, "false", 0, "print phase timers at close")       \
-  X(placement_display, "aggio_aggregator_placement_display", AGGIO_HK_BOOL, "false", 0,      \
+  X(stats, "aggio_stats", AGGIO_HK_BOOL, "false", 1, "print statistics at close")           \
+  X(timers, "aggio_timers", AGGIO_HK_BOOL, "false", 1, "print phase timers at close")       \
+  X(placement_display, "aggio_aggregator_placement_display", AGGIO_HK_BOOL, "false", 1,      \
     "print aggregator placement at open")                                                    \
   X(trace, "aggio_trace", AGGIO_HK_STRING, "", 1, "write a per-operation trace to this path") \
   X(trace_memory, "aggio_trace_memory", AGGIO_HK_SIZE, "67108864", 0,                        \

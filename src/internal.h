@@ -112,6 +112,7 @@ struct aggio_file_s {
   struct aggio__stats *stats;  /* NULL unless stats or timers are on */
   struct aggio__trace *trace;  /* NULL unless tracing is on */
   double open_time;            /* seconds taken by open, for the timers */
+  double posix_open_t0, posix_open_t1; /* the open(2), traced once the trace starts */
 };
 
 /* ---- one rank's side of a data access ------------------------------------ */

@@ -176,7 +176,7 @@ static int run_call(struct call *c) {
     aggio__fail(&e, AGGIO_ERR_BAD_FILE, "fh is NULL");
     return aggio__finish(&e);
   }
-  double t0 = fh->trace ? aggio__now() : 0.0;
+  double t0 = (fh->trace || fh->stats) ? aggio__now() : 0.0;
   if (c->use_fp)
     c->offset = fh->fp_ind;
   prepare(c, &acc, &e);
@@ -207,6 +207,8 @@ static int run_call(struct call *c) {
     aggio__trace_record(fh->trace, trace_op(c), c->offset, c->count,
                         c->mem ? c->mem->size : 0, t0, aggio__now(),
                         c->collective ? 2 : 0);
+  if (fh->stats) /* wall time of the call: phases overlap when pipelined */
+    fh->stats->api_time += aggio__now() - t0;
   finish_call(c, &acc, e.code);
   return aggio__finish(&e);
 }

@@ -229,6 +229,8 @@ static void trace_free(struct aggio__trace *tr) {
   free(tr);
 }
 
+void aggio__trace_discard(struct aggio__trace *tr) { trace_free(tr); }
+
 /* Allocates this rank's part; rank 0 also expands the path and takes the
  * scratch it needs later (so that close never allocates per rank). */
 static int trace_setup(struct aggio_file_s *fh, const char *pat,

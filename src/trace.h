@@ -8,6 +8,11 @@
  *
  * Off means free: fh->trace is NULL unless tracing is on, and callers read
  * the clock only when it is not.
+ *
+ * Not thread-safe: one thread at a time records into a file's trace (the
+ * two-phase I/O thread records its pwrites while the main thread does not).
+ * Path patterns (%f, %p, %t), clocks and the write at close:
+ * docs/trace-format.md; how to use it: docs/observability.md.
  */
 #ifndef AGGIO_TRACE_H
 #define AGGIO_TRACE_H
@@ -51,6 +56,10 @@ int aggio__trace_open(struct aggio_file_s *fh, const char *path,
 void aggio__trace_record(struct aggio__trace *tr, int op, int64_t offset,
                          int64_t length, int64_t type_size, double t0,
                          double t1, int flags);
+
+/* Local, not collective: frees a trace without writing it (for a failed
+ * open after aggio__trace_open succeeded).  No-op when tr is NULL. */
+void aggio__trace_discard(struct aggio__trace *tr);
 
 /* Collective at close: writes the whole job's trace into one file, each rank
  * its own part in parallel; frees the buffer.  0 or an AGGIO_ERR_* code. */
