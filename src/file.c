@@ -414,6 +414,10 @@ static int check_view(aggio_file fh, MPI_Offset disp, MPI_Datatype etype,
     rc = aggio__fail(e, AGGIO_ERR_TYPE, "rank %d: filetype size %lld is not a "
                      "positive multiple of the etype size %lld", fh->rank,
                      (long long)(*ft)->size, (long long)*esize);
+  else if ((*ft)->n > 0 && (*ft)->off[0] < 0)
+    rc = aggio__fail(e, AGGIO_ERR_TYPE, "rank %d: filetype has a negative "
+                     "displacement (%lld); MPI-IO requires non-negative ones",
+                     fh->rank, (long long)(*ft)->off[0]);
   else if (!aggio__flat_is_monotonic(*ft))
     rc = aggio__fail(e, AGGIO_ERR_TYPE, "rank %d: filetype displacements must "
                      "be monotonically non-decreasing and not overlap", fh->rank);
