@@ -20,8 +20,8 @@
 #include "engine.h"
 
 /* MPI_Wtime need not be global (Open MPI's counts from each process's
- * start), so the phases are timed with CLOCK_MONOTONIC shifted onto rank
- * 0's clock by bench_clock_sync(). */
+ * start), so the phases are timed with CLOCK_MONOTONIC, shifted onto rank
+ * 0's clock by bench_clock_sync() when the job spans several nodes. */
 static double clock_offset;
 
 static double now(void) {
@@ -30,12 +30,18 @@ static double now(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec - clock_offset;
 }
 
-/* Cristian's algorithm against rank 0, best of a few round trips. */
+/* Cristian's algorithm against rank 0, best of a few round trips.  On one
+ * node CLOCK_MONOTONIC is already common to all processes: nothing to do. */
 void bench_clock_sync(MPI_Comm comm) {
-  int rank, size;
+  int rank, size, node_size;
+  MPI_Comm node;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
+  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  MPI_Comm_size(node, &node_size);
+  MPI_Comm_free(&node);
   clock_offset = 0;
+  if (node_size == size) return;
   for (int r = 1; r < size; r++) {
     if (rank == 0) {
       double best_rtt = 1e30, best = 0;

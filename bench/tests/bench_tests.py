@@ -6,6 +6,7 @@
            generator here, so a layout with holes or overlaps fails too
   json     the JSON record parses and holds the documented fields
   corrupt  a byte flipped between write and read-back makes -R fail
+  matrix   bench/matrix --quick on one pattern writes its report and JSON
 
 Each subcommand is a function of argv (main(argv)); nothing runs at import.
 """
@@ -234,11 +235,38 @@ def corrupt(ctx, backends, patterns):
                 os.unlink(os.path.join(ctx.dir, f))
 
 
+# ---- matrix ------------------------------------------------------------------
+
+def matrix(ctx, backends, patterns, flavor):
+    del backends
+    here = os.path.dirname(os.path.abspath(__file__))
+    script = os.path.join(os.path.dirname(here), "matrix")
+    build_dir = os.path.dirname(os.path.dirname(os.path.abspath(ctx.bench)))
+    out = os.path.join(ctx.dir, "BENCHMARKS.md")
+    cmd = [sys.executable, script, "--quick", "--flavors", flavor, f"--{flavor}-build", build_dir,
+           f"--np-{flavor}", "2", "--patterns", patterns[0], "--configs", "FPP,POSIX,AGGIO-auto",
+           "--no-html", "--no-drop-caches", "--dir", os.path.join(ctx.dir, "data"), "--out", out]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    ctx.check(p.returncode == 0, f"matrix: exit {p.returncode}\n{p.stdout}{p.stderr}")
+    ctx.check("[3/3]" in p.stdout, f"matrix: no progress lines\n{p.stdout}")
+    report = open(out).read() if os.path.exists(out) else ""
+    for part in ("# aggio benchmarks", "Durable write", "Targets", "Raw figures", "Commands"):
+        ctx.check(part in report, f"matrix: report lacks '{part}'")
+    recs = read_jsonl_path(os.path.join(ctx.dir, "bench-quick.jsonl"))
+    ctx.check(len(recs) == 3, f"matrix: {len(recs)} JSON records, wanted 3")
+    print(p.stdout[-1500:])
+
+
+def read_jsonl_path(path):
+    return read_records(path) if os.path.exists(path) else []
+
+
 # ---- command line ------------------------------------------------------------
 
 CHECKS = {"smoke": (smoke, list(BACKENDS)),
           "json": (json_check, ["POSIX", "MPIIO-coll", "AGGIO-coll"]),
-          "corrupt": (corrupt, ["POSIX", "POSIX-fpp", "MPIIO-coll", "AGGIO-coll"])}
+          "corrupt": (corrupt, ["POSIX", "POSIX-fpp", "MPIIO-coll", "AGGIO-coll"]),
+          "matrix": (matrix, [])}
 
 
 def setup_parser(parser):
@@ -248,6 +276,8 @@ def setup_parser(parser):
                         help="launcher and its flags, e.g. 'mpiexec -n 2 --oversubscribe'")
     parser.add_argument("--dir", required=True, help="scratch directory (emptied)")
     parser.add_argument("--backends", help="comma-separated subset of: " + ",".join(BACKENDS))
+    parser.add_argument("--flavor", default="openmpi",
+                        help="the MPI library of --bench (for the matrix check)")
     parser.add_argument("--patterns", default=",".join(PATTERN_ARGS),
                         help="comma-separated subset of: " + ",".join(PATTERN_ARGS))
 
@@ -260,7 +290,10 @@ def main(argv):
     if args.backends:
         backends = args.backends.split(",")
     ctx = Ctx(args)
-    fn(ctx, backends, args.patterns.split(","))
+    if fn is matrix:
+        matrix(ctx, backends, args.patterns.split(","), args.flavor)
+    else:
+        fn(ctx, backends, args.patterns.split(","))
     shutil.rmtree(ctx.dir, ignore_errors=True)
     return ctx.done(args.check)
 
