@@ -603,5 +603,7 @@ int aggio_file_get_info(aggio_file fh, MPI_Info *info_used) {
     aggio__fail(&e, fh ? AGGIO_ERR_ARG : AGGIO_ERR_BAD_FILE, "NULL argument");
   else if (aggio__hints_to_info(&fh->hints, info_used) != 0)
     aggio__fail(&e, AGGIO_ERR_MPI, "rank %d: MPI_Info_create failed", fh->rank);
+  else if (fh->strategy_used)
+    MPI_Info_set(*info_used, "aggio_strategy_selected", fh->strategy_used);
   return aggio__finish(&e);
 }

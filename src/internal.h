@@ -21,6 +21,7 @@
 #include "extent.h"
 #include "flat.h"
 #include "hints.h"
+#include "plan.h"
 #include "stats.h"
 #include "trace.h"
 
@@ -64,13 +65,6 @@ enum aggio__dio_state {
   AGGIO_DIO_ON = 1
 };
 
-/* What every rank accesses in one collective call (strategy_two_phase.c). */
-struct aggio__summary {
-  int64_t lo, hi;   /* first byte and one past the last; lo = hi = 0 if none */
-  int64_t nbytes;   /* bytes */
-  int64_t npieces;  /* file ranges */
-};
-
 /* ---- the file handle ------------------------------------------------------ */
 
 struct aggio__strategy_ops;
@@ -109,6 +103,7 @@ struct aggio_file_s {
   char **shm_aggr;        /* [naggr]: first buffer of each same-node aggregator, or NULL */
 
   const struct aggio__strategy_ops *strategy;
+  const char *strategy_used;   /* strategy of the last collective call ("" none) */
   struct aggio__stats *stats;  /* NULL unless stats or timers are on */
   struct aggio__trace *trace;  /* NULL unless tracing is on */
   double open_time;            /* seconds taken by open, for the timers */

@@ -183,6 +183,7 @@ static int run_call(struct call *c) {
   if (c->collective) {
     if (aggio__agree(fh->comm, &e) == 0) {
       const struct aggio__strategy_ops *s = fh->strategy;
+      fh->strategy_used = s->name; /* auto refines this to its choice */
       if (c->is_write)
         s->write_all(fh, &acc, &e);
       else

@@ -337,3 +337,61 @@ int aggio__rmw_decide(const struct aggio__extents *runs, int64_t lo, int64_t hi,
   int64_t avg_run = covered / (int64_t)runs->n;
   return avg_run < AGGIO_RMW_SMALL_RUN && holes <= covered;
 }
+
+/* ---- the auto rule -------------------------------------------------------- */
+
+static int cmp_summary_lo(const void *a, const void *b) {
+  const struct aggio__summary *x = a, *y = b;
+  return (x->lo > y->lo) - (x->lo < y->lo);
+}
+
+/* 1 if the [lo, hi) ranges of ranks with data overlap. */
+static int interleaved(const struct aggio__summary *all, int n) {
+  struct aggio__summary *v = malloc((size_t)n * sizeof *v);
+  if (!v)
+    return 1; /* cannot tell: aggregating is always correct */
+  int m = 0, found = 0;
+  for (int r = 0; r < n; r++)
+    if (all[r].nbytes > 0)
+      v[m++] = all[r];
+  qsort(v, (size_t)m, sizeof *v, cmp_summary_lo);
+  for (int i = 1; i < m && !found; i++)
+    found = v[i].lo < v[i - 1].hi;
+  free(v);
+  return found;
+}
+
+int aggio__auto_decide(const struct aggio__summary *all, int n, int cb,
+                       int no_indep_rw, int striped, char *why, size_t whylen) {
+  if (cb == 1 || no_indep_rw) {
+    snprintf(why, whylen, "collective buffering forced by hints");
+    return 1;
+  }
+  if (cb == 0) {
+    snprintf(why, whylen, "collective buffering disabled by hints");
+    return 0;
+  }
+  int64_t bytes = 0, pieces = 0;
+  for (int r = 0; r < n; r++) {
+    bytes += all[r].nbytes;
+    pieces += all[r].npieces;
+  }
+  int64_t avg = pieces ? bytes / pieces : 0;
+  if (pieces > 0 && avg < AGGIO_AUTO_SMALL) {
+    snprintf(why, whylen, "small requests (avg %lld bytes < %d)", (long long)avg,
+             AGGIO_AUTO_SMALL);
+    return 1;
+  }
+  /* Large requests: on a striped file system interleaved ranks still fight
+   * over stripe locks (ROMIO's reason for collective buffering); on a local
+   * or unstriped one, each rank writing its own large pieces is as fast as
+   * file-per-process and skips the copy to an aggregator. */
+  if (striped && interleaved(all, n)) {
+    snprintf(why, whylen, "ranks interleave on a striped file system "
+             "(avg request %lld bytes)", (long long)avg);
+    return 1;
+  }
+  snprintf(why, whylen, "large requests (avg %lld bytes)%s", (long long)avg,
+           striped ? ", ranks do not interleave" : "");
+  return 0;
+}

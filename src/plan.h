@@ -13,6 +13,22 @@
 
 #include "extent.h"
 
+/* What one rank accesses in one collective call (gathered from all ranks). */
+struct aggio__summary {
+  int64_t lo, hi;   /* first byte and one past the last; lo = hi = 0 if none */
+  int64_t nbytes;   /* bytes */
+  int64_t npieces;  /* file ranges */
+};
+
+/* The auto strategy's rule (docs/strategies.md).  cb is the romio_cb_*
+ * tristate, striped is 1 when the file system stripes (or striping_unit is
+ * set).  Returns 1 for two-phase, 0 for independent, and why. */
+int aggio__auto_decide(const struct aggio__summary *all, int n, int cb,
+                       int no_indep_rw, int striped, char *why, size_t whylen);
+
+/* Requests smaller than this on average are worth aggregating. */
+#define AGGIO_AUTO_SMALL (1 << 20)
+
 /* ---- aggregators ---------------------------------------------------------- */
 
 /* Chooses aggregator ranks.

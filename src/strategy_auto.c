@@ -5,75 +5,32 @@
  * The rule (documented in docs/strategies.md):
  *   romio_cb_write / romio_cb_read = enable  -> two_phase
  *                                  = disable -> independent
- *   automatic:
- *     two_phase if the ranks' accessed ranges interleave (one rank's range
- *       overlaps another's: strided, IOR-hard, HACC SoA), or if the average
- *       request is small (< AGGIO_AUTO_SMALL bytes: many small pieces gain
- *       from being merged into large writes), or romio_no_indep_rw is set;
- *     independent otherwise (each rank owns one large disjoint region: that
- *       is file-per-process I/O into one file, and going through an
- *       aggregator would only add a copy).
+ *   automatic (aggio__auto_decide in plan.c, pure and unit-tested):
+ *     two_phase if the average request is small (< AGGIO_AUTO_SMALL: many
+ *       small pieces gain from being merged into large aligned writes), or
+ *       the ranks' ranges interleave on a striped file system (stripe lock
+ *       contention), or romio_no_indep_rw is set;
+ *     independent otherwise (large requests: that is file-per-process I/O
+ *       into one file, and an aggregator would only add a copy).
  */
 #include <stdio.h>
-#include <stdlib.h>
+#include <string.h>
 
 #include "internal.h"
 
-/* Requests smaller than this on average are worth aggregating. */
-#define AGGIO_AUTO_SMALL (1 << 20)
-
-static int cmp_lo(const void *a, const void *b) {
-  const struct aggio__summary *x = a, *y = b;
-  return (x->lo > y->lo) - (x->lo < y->lo);
-}
-
-/* 1 if the [lo, hi) ranges of ranks with data overlap. */
-static int interleaved(const struct aggio__summary *all, int n) {
-  struct aggio__summary *v = malloc((size_t)n * sizeof *v);
-  if (!v)
-    return 1; /* cannot tell: aggregate, which is always correct */
-  int m = 0, found = 0;
-  for (int r = 0; r < n; r++)
-    if (all[r].nbytes > 0)
-      v[m++] = all[r];
-  qsort(v, (size_t)m, sizeof *v, cmp_lo);
-  for (int i = 1; i < m && !found; i++)
-    found = v[i].lo < v[i - 1].hi;
-  free(v);
-  return found;
+static int striped(aggio_file fh) {
+  return fh->hints.striping_unit.num > 0 || strcmp(fh->fstype, "lustre") == 0 ||
+         strcmp(fh->fstype, "gpfs") == 0 || strcmp(fh->fstype, "beegfs") == 0;
 }
 
 static const struct aggio__strategy_ops *choose(aggio_file fh, int is_write,
                                                 const struct aggio__summary *all,
                                                 char *why, size_t whylen) {
   int cb = (int)(is_write ? fh->hints.cb_write.num : fh->hints.cb_read.num);
-  if (cb == AGGIO_ENABLE || fh->hints.no_indep_rw.num) {
-    snprintf(why, whylen, "collective buffering forced by hints");
-    return &aggio__strategy_two_phase;
-  }
-  if (cb == AGGIO_DISABLE) {
-    snprintf(why, whylen, "collective buffering disabled by hints");
-    return &aggio__strategy_independent;
-  }
-  int64_t bytes = 0, pieces = 0;
-  for (int r = 0; r < fh->nprocs; r++) {
-    bytes += all[r].nbytes;
-    pieces += all[r].npieces;
-  }
-  int64_t avg = pieces ? bytes / pieces : 0;
-  if (interleaved(all, fh->nprocs)) {
-    snprintf(why, whylen, "ranks' ranges interleave (avg request %lld bytes)",
-             (long long)avg);
-    return &aggio__strategy_two_phase;
-  }
-  if (pieces > 0 && avg < AGGIO_AUTO_SMALL) {
-    snprintf(why, whylen, "small requests (avg %lld bytes < %d)", (long long)avg,
-             AGGIO_AUTO_SMALL);
-    return &aggio__strategy_two_phase;
-  }
-  snprintf(why, whylen, "disjoint large ranges (avg request %lld bytes)",
-           (long long)avg);
-  return &aggio__strategy_independent;
+  return aggio__auto_decide(all, fh->nprocs, cb, (int)fh->hints.no_indep_rw.num,
+                            striped(fh), why, whylen)
+             ? &aggio__strategy_two_phase
+             : &aggio__strategy_independent;
 }
 
 static int auto_all(aggio_file fh, struct aggio__access *acc, struct aggio__err *e) {
@@ -82,6 +39,7 @@ static int auto_all(aggio_file fh, struct aggio__access *acc, struct aggio__err 
   char why[128];
   const struct aggio__strategy_ops *s = choose(fh, acc->is_write, fh->summary,
                                                why, sizeof why);
+  fh->strategy_used = s->name;
   if (fh->stats)
     snprintf(fh->stats->auto_choice, sizeof fh->stats->auto_choice, "%s: %s",
              s->name, why);
