@@ -232,6 +232,7 @@ static void release(aggio_file fh) {
   if (fh->comm != MPI_COMM_NULL)
     MPI_Comm_free(&fh->comm);
   free(fh->path);
+  pthread_mutex_destroy(&fh->trace_lock);
   free(fh);
 }
 
@@ -246,6 +247,7 @@ static aggio_file new_handle(MPI_Comm comm, const char *filename, int amode,
   fh->comm = MPI_COMM_NULL;
   fh->shm_comm = MPI_COMM_NULL;
   fh->shm_win = MPI_WIN_NULL;
+  pthread_mutex_init(&fh->trace_lock, NULL);
   fh->amode = amode;
   fh->block = fh->dio_align = 4096;
   default_view(fh);

@@ -91,6 +91,10 @@ struct aggio__hints {
 #define AGGIO__HINT_FIELD(field, key, kind, def, mm, doc) struct aggio__hint_value field;
   AGGIO_HINT_LIST(AGGIO__HINT_FIELD)
 #undef AGGIO__HINT_FIELD
+  /* Warnings about malformed hints ("; "-separated), reported through
+   * aggio_file_get_info (key aggio_hint_warnings) and AGGIO_HINTS_DISPLAY:
+   * the library prints nothing unasked. */
+  char warnings[1024];
 };
 
 /* Where a hint came from (aggio__hint_value.set). */

@@ -15,19 +15,26 @@
 struct apply_ctx {
   struct aggio__hints *h;
   enum aggio__hint_source source;
-  int rank;
-  int quiet;
 };
 
-/* Malformed values keep the previous value; rank 0 says so on stderr, the
- * one place the library speaks unasked, because a hint the user believes is
- * in effect and is not is worse than a line of output. */
+/* Keeps a warning with the hints (first ones win when they do not fit). */
+static void warn(struct aggio__hints *h, const char *fmt, const char *a, const char *b) {
+  size_t n = strlen(h->warnings);
+  if (n + 4 >= sizeof h->warnings)
+    return;
+  if (n > 0) {
+    memcpy(h->warnings + n, "; ", 3);
+    n += 2;
+  }
+  snprintf(h->warnings + n, sizeof h->warnings - n, fmt, a, b);
+}
+
+/* Malformed values keep the previous value, with a warning. */
 static void apply_one(void *vctx, const char *key, const char *value) {
   struct apply_ctx *c = vctx;
-  char warn[512];
-  if (aggio__hints_set(c->h, key, value, c->source, warn, sizeof warn) < 0 &&
-      c->rank == 0 && !c->quiet)
-    fprintf(stderr, "aggio: warning: %s\n", warn);
+  char msg[512];
+  if (aggio__hints_set(c->h, key, value, c->source, msg, sizeof msg) < 0)
+    warn(c->h, "%s%s", msg, "");
 }
 
 static char *read_text_file(const char *path) {
@@ -62,13 +69,11 @@ static void apply_file(struct apply_ctx *c, const char *path) {
   char err[256];
   char *text = read_text_file(path);
   if (!text) {
-    if (c->rank == 0 && !c->quiet)
-      fprintf(stderr, "aggio: warning: cannot read AGGIO_HINTS_FILE %s\n", path);
+    warn(c->h, "cannot read AGGIO_HINTS_FILE %s%s", path, "");
     return;
   }
-  if (aggio__hints_parse_file(text, apply_one, c, err, sizeof err) != 0 &&
-      c->rank == 0 && !c->quiet)
-    fprintf(stderr, "aggio: warning: %s: %s\n", path, err);
+  if (aggio__hints_parse_file(text, apply_one, c, err, sizeof err) != 0)
+    warn(c->h, "%s: %s", path, err);
   free(text);
 }
 
@@ -92,9 +97,8 @@ static void apply_env(struct apply_ctx *c, const char *path) {
   char err[256];
   const char *spec = getenv("AGGIO_HINTS");
   if (spec && *spec &&
-      aggio__hints_parse_env(spec, path, apply_one, c, err, sizeof err) != 0 &&
-      c->rank == 0 && !c->quiet)
-    fprintf(stderr, "aggio: warning: AGGIO_HINTS: %s\n", err);
+      aggio__hints_parse_env(spec, path, apply_one, c, err, sizeof err) != 0)
+    warn(c->h, "AGGIO_HINTS: %s%s", err, "");
   /* Switches that have an environment variable of their own. */
   static const struct {
     const char *env, *key;
@@ -112,7 +116,8 @@ static void apply_env(struct apply_ctx *c, const char *path) {
 
 void aggio__hints_gather(struct aggio__hints *h, MPI_Info info, const char *path,
                          int rank, int with_defaults) {
-  struct apply_ctx c = {h, AGGIO_HS_FILE, rank, 0};
+  (void)rank;
+  struct apply_ctx c = {h, AGGIO_HS_FILE};
   if (with_defaults) {
     aggio__hints_defaults(h);
     const char *file = getenv("AGGIO_HINTS_FILE");
@@ -216,6 +221,13 @@ int aggio__hints_to_info(const struct aggio__hints *h, MPI_Info *out) {
       buf[MPI_MAX_INFO_VAL - 1] = '\0';
     MPI_Info_set(*out, d->key, buf);
   }
+  if (h->warnings[0]) {
+    char w[MPI_MAX_INFO_VAL];
+    size_t n = strnlen(h->warnings, sizeof w - 1);
+    memcpy(w, h->warnings, n); /* MPI_Info values are bounded: truncate */
+    w[n] = '\0';
+    MPI_Info_set(*out, "aggio_hint_warnings", w);
+  }
   return 0;
 }
 
@@ -232,5 +244,7 @@ void aggio__hints_display(const struct aggio__hints *h, const char *path, FILE *
     fprintf(out, "  %-36s = %-24s [%s]\n", d->key,
             value_text(v, buf, sizeof buf), source_name[src]);
   }
+  if (h->warnings[0])
+    fprintf(out, "  warnings: %s\n", h->warnings);
   fflush(out);
 }

@@ -13,6 +13,7 @@
 #ifndef AGGIO_INTERNAL_H
 #define AGGIO_INTERNAL_H
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -100,12 +101,14 @@ struct aggio_file_s {
   int *leader_of_rank;    /* real node of each rank, as its first rank */
   MPI_Win shm_win;        /* aggregator buffers, or MPI_WIN_NULL */
   int64_t shm_slot;       /* bytes of one aggregator buffer */
+  int single_node;        /* every rank on one real node */
   char **shm_aggr;        /* [naggr]: first buffer of each same-node aggregator, or NULL */
 
   const struct aggio__strategy_ops *strategy;
   const char *strategy_used;   /* strategy of the last collective call ("" none) */
   struct aggio__stats *stats;  /* NULL unless stats or timers are on */
   struct aggio__trace *trace;  /* NULL unless tracing is on */
+  pthread_mutex_t trace_lock;  /* I/O threads record POSIX calls too */
   double open_time;            /* seconds taken by open, for the timers */
   double posix_open_t0, posix_open_t1; /* the open(2), traced once the trace starts */
 };
@@ -121,6 +124,8 @@ struct aggio__access {
   char *stream;               /* user buffer, or a packed copy */
   int64_t nbytes;             /* total bytes requested */
   int64_t done;               /* bytes transferred (short at EOF on reads) */
+  int prep_error;             /* this rank's arguments were bad (collective
+                               * calls: the strategy makes all ranks skip) */
 };
 
 /* ---- aggregation strategies ----------------------------------------------- */
@@ -147,6 +152,11 @@ int aggio__gather_summary(aggio_file fh, const struct aggio__access *acc,
  * gathers them to decide, and passes them on). */
 int aggio__two_phase_run(aggio_file fh, struct aggio__access *acc,
                          const struct aggio__summary *all, struct aggio__err *e);
+
+/* The independent strategy's data path once the ranks have agreed that
+ * every rank's arguments are good (auto gathers that itself). */
+int aggio__independent_agreed(aggio_file fh, struct aggio__access *acc,
+                              struct aggio__err *e);
 
 /* Looks a strategy up by name; NULL if unknown. */
 const struct aggio__strategy_ops *aggio__strategy_find(const char *name);
@@ -190,6 +200,11 @@ int aggio__shm_ensure(aggio_file fh, int64_t slot);
 /* Buffer s (0 or 1) of aggregator i, or NULL when i is on another node or
  * shared memory is off. */
 char *aggio__shm_buffer(aggio_file fh, int i, int s);
+/* Pieces one sender can post to one aggregator's mailbox per call. */
+#define AGGIO_MAILBOX_CAP 4096
+/* Mailbox of aggregator i for `sender`: [0] = count, then (offset, length)
+ * pairs; NULL when shared memory is off or i is on another node. */
+int64_t *aggio__shm_mailbox(aggio_file fh, int i, int sender);
 /* A barrier of this rank's node with the memory synchronisation the MPI
  * shared-memory model asks for around it. */
 void aggio__shm_barrier(aggio_file fh);

@@ -181,15 +181,16 @@ static int run_call(struct call *c) {
     c->offset = fh->fp_ind;
   prepare(c, &acc, &e);
   if (c->collective) {
-    if (aggio__agree(fh->comm, &e) == 0) {
-      const struct aggio__strategy_ops *s = fh->strategy;
-      fh->strategy_used = s->name; /* auto refines this to its choice */
-      if (c->is_write)
-        s->write_all(fh, &acc, &e);
-      else
-        s->read_all(fh, &acc, &e);
-      aggio__agree(fh->comm, &e);
-    }
+    /* The strategy's first collective carries prep_error, so that no rank
+     * moves data when another rank's arguments were bad. */
+    const struct aggio__strategy_ops *s = fh->strategy;
+    acc.prep_error = e.code;
+    fh->strategy_used = s->name; /* auto refines this to its choice */
+    if (c->is_write)
+      s->write_all(fh, &acc, &e);
+    else
+      s->read_all(fh, &acc, &e);
+    aggio__agree(fh->comm, &e);
   } else if (e.code == 0) {
     aggio__independent_rw(fh, &acc, &e);
   }

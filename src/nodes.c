@@ -107,8 +107,11 @@ int aggio__topology(aggio_file fh, struct aggio__err *e) {
     fh->leader_of_rank = malloc((size_t)fh->nprocs * sizeof *fh->leader_of_rank);
     if (!fh->leader_of_rank)
       rc = aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: out of memory", fh->rank);
-    for (int r = 0; rc == 0 && r < fh->nprocs; r++)
+    fh->single_node = 1;
+    for (int r = 0; rc == 0 && r < fh->nprocs; r++) {
       fh->leader_of_rank[r] = keys[r].leader;
+      fh->single_node &= keys[r].leader == keys[0].leader;
+    }
   }
   if (rc == 0) {
     fh->nnodes = number_nodes(fh, keys);

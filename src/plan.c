@@ -236,6 +236,20 @@ int aggio__domain_of(int64_t off, int naggr, const int64_t *start,
 
 /* ---- rounds --------------------------------------------------------------- */
 
+int64_t aggio__round_size(int64_t largest, int64_t cb, int64_t align, int pipeline) {
+  int64_t r = cb;
+  if (pipeline) {
+    int64_t want = (largest + AGGIO_ROUNDS_TARGET - 1) / AGGIO_ROUNDS_TARGET;
+    if (want < AGGIO_ROUND_MIN)
+      want = AGGIO_ROUND_MIN;
+    if (want < r)
+      r = want;
+  }
+  if (align > 0 && r > align)
+    r -= r % align;
+  return r > 0 ? r : cb;
+}
+
 int64_t aggio__round_count(int naggr, const int64_t *start, const int64_t *end,
                            int64_t cb) {
   int64_t most = 0;

@@ -18,6 +18,7 @@ struct aggio__summary {
   int64_t lo, hi;   /* first byte and one past the last; lo = hi = 0 if none */
   int64_t nbytes;   /* bytes */
   int64_t npieces;  /* file ranges */
+  int64_t error;    /* the rank's argument error (0: none) */
 };
 
 /* The auto strategy's rule (docs/strategies.md).  cb is the romio_cb_*
@@ -66,6 +67,15 @@ int aggio__domain_of(int64_t off, int naggr, const int64_t *start,
                      const int64_t *end);
 
 /* ---- rounds --------------------------------------------------------------- */
+
+/* Bytes per round.  cb_buffer_size caps it; when the aggregators pipeline
+ * (write one buffer while the next fills), a call needs enough rounds for
+ * the pipeline to fill, so the round shrinks towards `largest` /
+ * AGGIO_ROUNDS_TARGET but not below AGGIO_ROUND_MIN (smaller writes cost
+ * more per byte than they gain in overlap).  A multiple of `align`. */
+#define AGGIO_ROUNDS_TARGET 16
+#define AGGIO_ROUND_MIN (4 << 20)
+int64_t aggio__round_size(int64_t largest, int64_t cb, int64_t align, int pipeline);
 
 /* Number of rounds: max over domains of ceil(size / cb). */
 int64_t aggio__round_count(int naggr, const int64_t *start, const int64_t *end,

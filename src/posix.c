@@ -9,6 +9,7 @@
  * write) goes that way, head and tail stay buffered.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,26 @@
 #define AGGIO_DIO_MIN (64 * 1024)
 /* Largest bounce buffer kept per file for unaligned user memory. */
 #define AGGIO_BOUNCE_MAX (8 * 1024 * 1024)
+
+/* Aggregators may have two writes in flight (one per buffer, each in an I/O
+ * thread), so statistics are added atomically and trace records are taken
+ * under the file's trace lock.  Both cost nothing when off. */
+static void add(int64_t *p, int64_t v) { __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
+
+static void add_time(double *p, double v) {
+  double old, new;
+  __atomic_load(p, &old, __ATOMIC_RELAXED);
+  do
+    new = old + v;
+  while (!__atomic_compare_exchange(p, &old, &new, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+}
+
+static void trace(aggio_file fh, int op, int64_t off, int64_t len, double t0,
+                  double t1, int flags) {
+  pthread_mutex_lock(&fh->trace_lock);
+  aggio__trace_record(fh->trace, op, off, len, 0, t0, t1, flags);
+  pthread_mutex_unlock(&fh->trace_lock);
+}
 
 void *aggio__alloc_aligned(int64_t len, int64_t align) {
   void *p = NULL;
@@ -38,19 +59,19 @@ static int64_t align_unit(aggio_file fh) {
 static void note_write(aggio_file fh, int64_t off, int64_t len, int direct,
                        double t0, int flags) {
   if (fh->trace)
-    aggio__trace_record(fh->trace, AGGIO_OP_POSIX_PWRITE, off, len, 0, t0,
-                        aggio__now(), flags & AGGIO_IO_AGGREGATOR);
+    trace(fh, AGGIO_OP_POSIX_PWRITE, off, len, t0, aggio__now(),
+          flags & AGGIO_IO_AGGREGATOR);
   struct aggio__stats *s = fh->stats;
   if (!s)
     return;
-  s->c[AGGIO_C_SYS_WRITES]++;
-  s->c[AGGIO_C_SYS_WRITE_BYTES] += len;
+  add(&s->c[AGGIO_C_SYS_WRITES], 1);
+  add(&s->c[AGGIO_C_SYS_WRITE_BYTES], len);
   int64_t a = align_unit(fh);
   if (a > 0 && off % a == 0)
-    s->c[AGGIO_C_SYS_WRITES_ALIGNED]++;
+    add(&s->c[AGGIO_C_SYS_WRITES_ALIGNED], 1);
   if (direct) {
-    s->c[AGGIO_C_DIRECT_WRITES]++;
-    s->c[AGGIO_C_DIRECT_WRITE_BYTES] += len;
+    add(&s->c[AGGIO_C_DIRECT_WRITES], 1);
+    add(&s->c[AGGIO_C_DIRECT_WRITE_BYTES], len);
   }
 }
 
@@ -72,7 +93,7 @@ static int write_loop(aggio_file fh, int fd, const char *buf, int64_t len,
                          fh->path, chunk, (long long)off, strerror(err));
     }
     if (fh->stats)
-      aggio__phase_add(fh->stats, AGGIO_P_WRITE, aggio__now() - t0);
+      add_time(&fh->stats->t[AGGIO_P_WRITE], aggio__now() - t0);
     note_write(fh, off, w, direct, t0, flags);
     buf += w;
     off += w;
@@ -124,7 +145,7 @@ int aggio__pwrite(aggio_file fh, const void *vbuf, int64_t len, int64_t off,
                             flags, e);
       if (rc == -EINVAL) {
         /* The file system refused after all: buffered from now on. */
-        fh->dio = AGGIO_DIO_OFF;
+        __atomic_store_n(&fh->dio, AGGIO_DIO_OFF, __ATOMIC_RELAXED);
         snprintf(fh->hints.direct_io.ignored, sizeof fh->hints.direct_io.ignored,
                  "O_DIRECT write refused (EINVAL); using buffered I/O");
         rc = write_loop(fh, fh->fd, buf + (mid_lo - off), mid_hi - mid_lo,
@@ -157,15 +178,16 @@ int aggio__pread(aggio_file fh, void *vbuf, int64_t len, int64_t off,
                          "rank %d: pread(%s, %zu bytes at %lld): %s", fh->rank,
                          fh->path, chunk, (long long)off, strerror(errno));
     if (fh->trace)
-      aggio__trace_record(fh->trace, AGGIO_OP_POSIX_PREAD, off, (int64_t)chunk,
-                          0, t0, aggio__now(), flags & AGGIO_IO_AGGREGATOR);
+      trace(fh, AGGIO_OP_POSIX_PREAD, off, (int64_t)chunk, t0, aggio__now(),
+            flags & AGGIO_IO_AGGREGATOR);
     if (fh->stats) {
-      aggio__phase_add(fh->stats, AGGIO_P_READ, aggio__now() - t0);
-      fh->stats->c[AGGIO_C_SYS_READS]++;
-      fh->stats->c[AGGIO_C_SYS_READ_BYTES] += r;
+      struct aggio__stats *s = fh->stats;
+      add_time(&s->t[AGGIO_P_READ], aggio__now() - t0);
+      add(&s->c[AGGIO_C_SYS_READS], 1);
+      add(&s->c[AGGIO_C_SYS_READ_BYTES], r);
       int64_t a = align_unit(fh);
       if (a > 0 && off % a == 0)
-        fh->stats->c[AGGIO_C_SYS_READS_ALIGNED]++;
+        add(&s->c[AGGIO_C_SYS_READS_ALIGNED], 1);
     }
     if (r == 0)
       break; /* end of file */
@@ -186,7 +208,7 @@ int aggio__fsync(aggio_file fh, struct aggio__err *e) {
                        fh->rank, fh->path, strerror(errno));
   double t1 = aggio__now();
   if (fh->trace)
-    aggio__trace_record(fh->trace, AGGIO_OP_POSIX_FSYNC, -1, 0, 0, t0, t1, 0);
+    trace(fh, AGGIO_OP_POSIX_FSYNC, -1, 0, t0, t1, 0);
   if (fh->stats) {
     fh->stats->c[AGGIO_C_SYNCS]++;
     aggio__phase_add(fh->stats, AGGIO_P_SYNC, t1 - t0);

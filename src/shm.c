@@ -48,6 +48,11 @@ static int map_aggregators(aggio_file fh) {
   return 0;
 }
 
+static int64_t mailbox_bytes(aggio_file fh) {
+  return aggio__round_up((int64_t)fh->nprocs * (1 + 2 * AGGIO_MAILBOX_CAP) *
+                             (int64_t)sizeof(int64_t), AGGIO_PAGE);
+}
+
 int aggio__shm_ensure(aggio_file fh, int64_t slot) {
   slot = aggio__round_up(slot, AGGIO_PAGE);
   if (fh->shm_win != MPI_WIN_NULL && fh->shm_slot == slot)
@@ -59,7 +64,10 @@ int aggio__shm_ensure(aggio_file fh, int64_t slot) {
   MPI_Info_create(&info);
   /* Each aggregator's buffers on its own pages (and NUMA domain). */
   MPI_Info_set(info, "alloc_shared_noncontig", "true");
-  MPI_Aint bytes = fh->my_aggr_index >= 0 ? (MPI_Aint)(2 * slot + AGGIO_PAGE) : 0;
+  /* Per aggregator: two buffers, then a mailbox per rank for the offsets it
+   * sends (used when every rank is on one node). */
+  MPI_Aint bytes = fh->my_aggr_index >= 0
+                       ? (MPI_Aint)(2 * slot + mailbox_bytes(fh) + AGGIO_PAGE) : 0;
   char *base = NULL;
   int ok = MPI_Win_allocate_shared(bytes, 1, info, fh->shm_comm, &base,
                                    &fh->shm_win) == MPI_SUCCESS;
@@ -86,6 +94,13 @@ char *aggio__shm_buffer(aggio_file fh, int i, int s) {
   if (fh->shm_win == MPI_WIN_NULL || !fh->shm_aggr || !fh->shm_aggr[i])
     return NULL;
   return fh->shm_aggr[i] + (int64_t)s * fh->shm_slot;
+}
+
+int64_t *aggio__shm_mailbox(aggio_file fh, int i, int sender) {
+  char *b = aggio__shm_buffer(fh, i, 2); /* just past the two buffers */
+  if (!b)
+    return NULL;
+  return (int64_t *)b + (int64_t)sender * (1 + 2 * AGGIO_MAILBOX_CAP);
 }
 
 void aggio__shm_barrier(aggio_file fh) {

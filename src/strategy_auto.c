@@ -36,6 +36,9 @@ static const struct aggio__strategy_ops *choose(aggio_file fh, int is_write,
 static int auto_all(aggio_file fh, struct aggio__access *acc, struct aggio__err *e) {
   if (aggio__gather_summary(fh, acc, fh->summary, e) != 0)
     return e->code;
+  for (int r = 0; r < fh->nprocs; r++)
+    if (fh->summary[r].error)
+      return e->code; /* a rank's arguments were bad: nobody moves data */
   char why[128];
   const struct aggio__strategy_ops *s = choose(fh, acc->is_write, fh->summary,
                                                why, sizeof why);
@@ -45,8 +48,7 @@ static int auto_all(aggio_file fh, struct aggio__access *acc, struct aggio__err 
              s->name, why);
   if (s == &aggio__strategy_two_phase)
     return aggio__two_phase_run(fh, acc, fh->summary, e);
-  return s->write_all == NULL ? 0 : (acc->is_write ? s->write_all(fh, acc, e)
-                                                   : s->read_all(fh, acc, e));
+  return aggio__independent_agreed(fh, acc, e);
 }
 
 const struct aggio__strategy_ops aggio__strategy_auto = {

@@ -59,7 +59,8 @@ struct tp {
   struct aggio__err *e;
   int naggr, me;           /* me: my aggregator index, or -1 */
   int64_t *fd_lo, *fd_hi;  /* file domains */
-  int64_t cb, nrounds, shift_align;
+  int64_t cb, nrounds, shift_align; /* cb: bytes per round */
+  int64_t buf_bytes;                 /* cb_buffer_size: bytes per buffer */
   int shm;                 /* same-node copies through shared memory */
   int pipeline;            /* writes in an I/O thread */
   struct piece_list *mine; /* [naggr]: my ranges in each domain */
@@ -68,6 +69,8 @@ struct tp {
   struct aggio__extents *window;  /* [nprocs]: theirs clipped to this round */
   struct slot slot[2];
   char *private_buf;              /* buffers when shared memory is off */
+  char *scratch;                  /* old bytes for read-modify-write */
+  int fast;                       /* one node: offsets through mailboxes */
   MPI_Request *req;
   MPI_Status *stat;
   MPI_Datatype *types;
@@ -94,13 +97,13 @@ static int piece_push(struct piece_list *l, int64_t off, int64_t len, int64_t sp
 
 int aggio__gather_summary(aggio_file fh, const struct aggio__access *acc,
                           struct aggio__summary *all, struct aggio__err *e) {
-  struct aggio__summary mine = {0, 0, acc->nbytes, (int64_t)acc->file.n};
-  if (acc->file.n > 0) {
-    mine.lo = acc->file.v[0].off;
+  struct aggio__summary mine = {0, 0, 0, 0, acc->prep_error};
+  if (!acc->prep_error && acc->file.n > 0) {
     const struct aggio__extent *last = &acc->file.v[acc->file.n - 1];
-    mine.hi = last->off + last->len;
+    mine = (struct aggio__summary){acc->file.v[0].off, last->off + last->len,
+                                   acc->nbytes, (int64_t)acc->file.n, 0};
   }
-  if (MPI_Allgather(&mine, 4, MPI_INT64_T, all, 4, MPI_INT64_T, fh->comm) != MPI_SUCCESS)
+  if (MPI_Allgather(&mine, 5, MPI_INT64_T, all, 5, MPI_INT64_T, fh->comm) != MPI_SUCCESS)
     return aggio__fail(e, AGGIO_ERR_MPI, "rank %d: MPI_Allgather failed", fh->rank);
   return 0;
 }
@@ -368,11 +371,11 @@ static void slot_join(struct tp *t, struct slot *sl) {
     *t->e = sl->err;
 }
 
-/* Writes the slot, in the I/O thread when pipelining (one write in flight
- * at a time: the POSIX layer's state is not shared between threads). */
+/* Writes the slot, in an I/O thread when pipelining: with one thread per
+ * slot two writes can be in flight, which keeps the device queue busy
+ * (the POSIX layer counts and traces thread-safely). */
 static void slot_write(struct tp *t, struct slot *sl) {
-  slot_join(t, &t->slot[0]);
-  slot_join(t, &t->slot[1]);
+  slot_join(t, sl);
   if (t->e->code != 0 || sl->runs.n == 0)
     return; /* after a failure, keep exchanging but write nothing */
   sl->err.code = 0;
@@ -385,19 +388,37 @@ static void slot_write(struct tp *t, struct slot *sl) {
     *t->e = sl->err;
 }
 
-/* Before the data arrives: with read-modify-write, the old bytes of the span. */
-static int prepare_write(struct tp *t, struct slot *sl) {
-  sl->rmw = aggio__rmw_decide(&sl->runs, sl->lo, sl->lo, (int)t->fh->hints.ds_write.num);
+/* After the data arrived: with read-modify-write, the old bytes of the
+ * holes between the runs, read in one call over the span into the scratch
+ * buffer, so that writing the whole span keeps them. */
+static int fill_holes(struct tp *t, struct slot *sl) {
+  sl->rmw = sl->runs.n > 1 &&
+            aggio__rmw_decide(&sl->runs, sl->lo, sl->lo, (int)t->fh->hints.ds_write.num);
   count_gaps(t, sl);
   if (!sl->rmw || t->e->code != 0)
     return 0;
   slot_join(t, &t->slot[0]); /* no read beside a write in flight */
   slot_join(t, &t->slot[1]);
+  int64_t a = span_lo(sl), b = span_hi(sl), got = 0;
+  if (!t->scratch)
+    t->scratch = malloc((size_t)(t->buf_bytes + t->shift_align));
+  if (!t->scratch)
+    return AGGIO_ERR_NOMEM;
   if (t->fh->stats) {
     t->fh->stats->c[AGGIO_C_RMW_COUNT]++;
-    t->fh->stats->c[AGGIO_C_RMW_BYTES] += span_hi(sl) - span_lo(sl);
+    t->fh->stats->c[AGGIO_C_RMW_BYTES] += b - a;
   }
-  return read_span(t, sl, span_lo(sl), span_hi(sl), t->e);
+  int rc = aggio__pread(t->fh, t->scratch, b - a, a, &got, AGGIO_IO_AGGREGATOR, t->e);
+  if (rc != 0)
+    return rc;
+  if (got < b - a)
+    memset(t->scratch + got, 0, (size_t)(b - a - got));
+  for (size_t i = 1; i < sl->runs.n; i++) {
+    int64_t h = sl->runs.v[i - 1].off + sl->runs.v[i - 1].len;
+    memcpy(buf_at(t, sl->buf, sl->lo, h), t->scratch + (h - a),
+           (size_t)(sl->runs.v[i].off - h));
+  }
+  return 0;
 }
 
 static int read_slot(struct tp *t, struct slot *sl) {
@@ -442,9 +463,10 @@ static void note(struct tp *t, int rc, const char *what) {
                 aggio_strerror(rc));
 }
 
-/* Round k of a write.  Slot k % 2 was last written in round k - 2; the
- * first node barrier says every aggregator of the node has it back, the
- * second that every rank has copied its data in. */
+/* Round k of a write.  Slot k % 2 was last written in round k - 2 (slots
+ * are free when a call starts: its writes end before it returns); the first
+ * node barrier says every aggregator of the node has it back, the second
+ * that every rank has copied its data in. */
 static void round_write(struct tp *t, int64_t k) {
   struct slot *sl = &t->slot[k % 2];
   if (t->me >= 0) {
@@ -452,16 +474,18 @@ static void round_write(struct tp *t, int64_t k) {
     slot_join(t, sl);
     aggio__round_window(t->fd_lo[t->me], t->fd_hi[t->me], t->cb, k, &lo, &hi);
     note(t, clip_window(t, sl, lo, hi), "planning");
-    note(t, prepare_write(t, sl), "read-modify-write read");
   }
-  node_barrier(t);
+  if (k >= 2)
+    node_barrier(t);
   if (t->me >= 0)
     note(t, post_theirs(t, sl, 0), "receive");
   note(t, move_mine(t, k, 1), "send");
   note(t, wait_all(t), "exchange");
   node_barrier(t);
-  if (t->me >= 0)
+  if (t->me >= 0) {
+    note(t, fill_holes(t, sl), "read-modify-write read");
     slot_write(t, sl);
+  }
 }
 
 /* Round k of a read: the aggregator fills slot k % 2, the node barrier says
@@ -483,20 +507,129 @@ static void round_read(struct tp *t, int64_t k) {
   note(t, wait_all(t), "exchange");
 }
 
+static int reserve_rounds(struct tp *t);
+
+/* ---- one node: offsets through shared-memory mailboxes -------------------- */
+
+/* When every rank shares one node, the offset lists go through mailboxes in
+ * the aggregators' shared windows instead of MPI_Alltoall(v), and round 0's
+ * node synchronisation doubles as the agreement on set-up: a small
+ * collective call costs an allgather, one node-wide allreduce and the final
+ * agreement.  Used when each rank has at most FAST_MAX_PIECES ranges (a
+ * range can be split at two domain boundaries). */
+#define FAST_MAX_PIECES (AGGIO_MAILBOX_CAP - 2)
+
+static void post_offsets(struct tp *t) {
+  for (int i = 0; i < t->naggr; i++) {
+    int64_t *mb = aggio__shm_mailbox(t->fh, i, t->fh->rank);
+    const struct piece_list *l = &t->mine[i];
+    mb[0] = (int64_t)l->n;
+    for (size_t j = 0; j < l->n; j++) {
+      mb[1 + 2 * j] = l->v[j].off;
+      mb[2 + 2 * j] = l->v[j].len;
+    }
+  }
+}
+
+static int load_offsets(struct tp *t) {
+  for (int r = 0; r < t->fh->nprocs; r++) {
+    const int64_t *mb = aggio__shm_mailbox(t->fh, t->me, r);
+    if (aggio__extents_reserve(&t->theirs[r], (size_t)mb[0]) != 0)
+      return AGGIO_ERR_NOMEM;
+    for (int64_t j = 0; j < mb[0]; j++)
+      aggio__extents_push(&t->theirs[r], mb[1 + 2 * j], mb[2 + 2 * j]);
+  }
+  return reserve_rounds(t);
+}
+
+/* A node barrier that also says whether any rank failed to set up. */
+static int any_failed(struct tp *t, int failed) {
+  int any = 0;
+  double t0 = t->fh->stats ? aggio__now() : 0.0;
+  MPI_Win_sync(t->fh->shm_win);
+  MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, t->fh->shm_comm);
+  MPI_Win_sync(t->fh->shm_win);
+  if (t->fh->stats)
+    aggio__phase_add(t->fh->stats, AGGIO_P_WAIT, aggio__now() - t0);
+  return any;
+}
+
+/* Round k of a write on one node; returns 1 when the call must stop (a
+ * rank failed to set up: every rank learns it in round 0). */
+static int fast_round_write(struct tp *t, int64_t k, int failed) {
+  struct slot *sl = &t->slot[k % 2];
+  if (k >= 2) {
+    if (t->me >= 0)
+      slot_join(t, sl);
+    node_barrier(t);
+  }
+  if (!failed) {
+    if (k == 0)
+      post_offsets(t);
+    note(t, move_mine(t, k, 1), "copy");
+  }
+  if (k == 0 && any_failed(t, failed))
+    return 1;
+  if (k > 0)
+    node_barrier(t);
+  if (t->me >= 0) {
+    int64_t lo, hi;
+    if (k == 0)
+      note(t, load_offsets(t), "offsets");
+    aggio__round_window(t->fd_lo[t->me], t->fd_hi[t->me], t->cb, k, &lo, &hi);
+    note(t, clip_window(t, sl, lo, hi), "planning");
+    note(t, fill_holes(t, sl), "read-modify-write read");
+    slot_write(t, sl);
+  }
+  return 0;
+}
+
+/* Round k of a read on one node. */
+static int fast_round_read(struct tp *t, int64_t k, int failed) {
+  struct slot *sl = &t->slot[k % 2];
+  if (k == 0) {
+    if (!failed)
+      post_offsets(t);
+    if (any_failed(t, failed))
+      return 1;
+    if (t->me >= 0)
+      note(t, load_offsets(t), "offsets");
+  }
+  if (t->me >= 0) {
+    int64_t lo, hi;
+    aggio__round_window(t->fd_lo[t->me], t->fd_hi[t->me], t->cb, k, &lo, &hi);
+    note(t, clip_window(t, sl, lo, hi), "planning");
+    read_slot(t, sl);
+  }
+  node_barrier(t);
+  note(t, move_mine(t, k, 0), "copy");
+  return 0;
+}
+
 /* ---- set-up and tear-down ------------------------------------------------- */
+
+/* cb_buffer_size, capped: message block lengths are int. */
+static int64_t buffer_bytes(aggio_file fh) {
+  int64_t cb = fh->hints.cb_buffer_size.num;
+  return cb < (1 << 30) ? cb : (1 << 30);
+}
 
 /* Buffers: in the node's shared window when same-node copies are on, else
  * private.  Every rank calls this (the window is collective). */
 static int setup_buffers(struct tp *t) {
   aggio_file fh = t->fh;
-  int64_t slot = aggio__round_up(t->cb + t->shift_align, t->shift_align);
+  /* Sized from the file's hints alone, not from this call's plan: every
+   * rank must ask for the same window (even one whose set-up failed), and
+   * it stays the same from call to call. */
+  int64_t align = fh->dio_align > 0 ? fh->dio_align : 4096;
+  int64_t slot = aggio__round_up(buffer_bytes(fh) + align, align);
   t->shm = aggio__shm_ensure(fh, slot);
   t->pipeline = fh->hints.pipeline.num != AGGIO_DISABLE;
   for (int s = 0; s < 2; s++) {
     t->slot[s].t = t;
     t->slot[s].err.code = 0;
   }
-  if (t->me < 0)
+  if (t->me < 0 || !t->fd_lo || !t->fd_hi)
     return 0;
   if (t->shm) {
     t->slot[0].buf = aggio__shm_buffer(fh, t->me, 0);
@@ -523,8 +656,7 @@ static int setup(struct tp *t, const struct aggio__summary *all) {
     }
   t->naggr = fh->naggr;
   t->me = fh->my_aggr_index;
-  /* Message block lengths are int: windows stay well below 2 GiB. */
-  t->cb = fh->hints.cb_buffer_size.num < (1 << 30) ? fh->hints.cb_buffer_size.num : (1 << 30);
+  t->cb = buffer_bytes(fh);
   t->shift_align = fh->dio_align > 0 ? fh->dio_align : 4096;
   int64_t align = fh->hints.striping_unit.num > 0 ? fh->hints.striping_unit.num : fh->block;
   t->fd_lo = malloc((size_t)t->naggr * sizeof *t->fd_lo);
@@ -540,6 +672,12 @@ static int setup(struct tp *t, const struct aggio__summary *all) {
       !t->window || !t->req || !t->types || !t->stat)
     return AGGIO_ERR_NOMEM;
   aggio__file_domains(gmin, gmax, t->naggr, align, t->fd_lo, t->fd_hi);
+  int64_t largest = 0;
+  for (int i = 0; i < t->naggr; i++)
+    largest = t->fd_hi[i] - t->fd_lo[i] > largest ? t->fd_hi[i] - t->fd_lo[i] : largest;
+  t->buf_bytes = t->cb; /* buffers are sized for cb_buffer_size */
+  t->cb = aggio__round_size(largest, t->cb, t->shift_align,
+                            fh->hints.pipeline.num != AGGIO_DISABLE);
   t->nrounds = aggio__round_count(t->naggr, t->fd_lo, t->fd_hi, t->cb);
   if (fh->stats)
     aggio__stats_set_domains(fh->stats, t->naggr, t->fd_lo, t->fd_hi);
@@ -567,6 +705,7 @@ static void teardown(struct tp *t) {
   free(t->types);
   free(t->stat);
   free(t->private_buf);
+  free(t->scratch);
   free(t->blens);
   free(t->disps);
 }
@@ -591,41 +730,73 @@ static int reserve_rounds(struct tp *t) {
   return ensure_scratch(t, most + 1);
 }
 
+static void count_rounds(struct tp *t) {
+  struct aggio__stats *s = t->fh->stats;
+  if (s && t->me >= 0 && t->fd_hi[t->me] > t->fd_lo[t->me]) {
+    s->c[AGGIO_C_AGGR_ACTIVE]++;
+    s->c[AGGIO_C_COLL_ROUNDS] += t->nrounds;
+  }
+}
+
+/* One node, offsets through mailboxes; set-up failures are agreed on in
+ * round 0. */
+static void run_fast(struct tp *t, int failed) {
+  if (!failed)
+    count_rounds(t);
+  for (int64_t k = 0; k < t->nrounds; k++) {
+    int stop = t->acc->is_write ? fast_round_write(t, k, failed)
+                                : fast_round_read(t, k, failed);
+    if (stop)
+      break;
+  }
+}
+
+/* Any nodes: offsets through MPI_Alltoall(v), set-up agreed on with an
+ * allreduce before the first round. */
+static void run_general(struct tp *t, int rc) {
+  /* exchange_offsets is collective: it runs even after a local failure. */
+  int rc2 = exchange_offsets(t, rc != 0);
+  if (rc == 0)
+    rc = rc2;
+  if (rc == 0)
+    rc = reserve_rounds(t);
+  note(t, rc, "set-up");
+  if (aggio__agree(t->fh->comm, t->e) != 0)
+    return;
+  count_rounds(t);
+  for (int64_t k = 0; k < t->nrounds; k++) {
+    if (t->acc->is_write)
+      round_write(t, k);
+    else
+      round_read(t, k);
+  }
+}
+
 int aggio__two_phase_run(aggio_file fh, struct aggio__access *acc,
                          const struct aggio__summary *all, struct aggio__err *e) {
-  int any = 0;
-  for (int r = 0; r < fh->nprocs; r++)
+  int any = 0, bad = 0;
+  int64_t most = 0;
+  for (int r = 0; r < fh->nprocs; r++) {
     any |= all[r].nbytes > 0;
-  if (!any)
-    return 0;
+    bad |= all[r].error != 0;
+    most = all[r].npieces > most ? all[r].npieces : most;
+  }
+  if (bad || !any)
+    return e->code; /* bad arguments somewhere: nobody moves data */
   double t0 = fh->stats ? aggio__now() : 0.0;
   struct tp t = {.fh = fh, .acc = acc, .e = e};
   int rc = setup(&t, all);
-  /* exchange_offsets and the buffers are collective: they run even after a
-   * local failure, then all ranks agree before any round. */
-  int rc2 = exchange_offsets(&t, rc != 0);
-  int rc3 = setup_buffers(&t);
+  int rc2 = setup_buffers(&t); /* collective: shared window */
   if (rc == 0)
-    rc = rc2 ? rc2 : rc3;
-  if (rc == 0)
-    rc = reserve_rounds(&t);
-  note(&t, rc, "set-up");
-  if (aggio__agree(fh->comm, e) != 0) {
-    teardown(&t);
-    return e->code;
-  }
-  if (fh->stats) {
+    rc = rc2;
+  t.fast = t.shm && fh->single_node && most <= FAST_MAX_PIECES;
+  if (fh->stats)
     aggio__phase_add(fh->stats, AGGIO_P_PLAN, aggio__now() - t0);
-    if (t.me >= 0 && t.fd_hi[t.me] > t.fd_lo[t.me]) {
-      fh->stats->c[AGGIO_C_AGGR_ACTIVE]++;
-      fh->stats->c[AGGIO_C_COLL_ROUNDS] += t.nrounds;
-    }
-  }
-  for (int64_t k = 0; k < t.nrounds; k++) {
-    if (acc->is_write)
-      round_write(&t, k);
-    else
-      round_read(&t, k);
+  if (t.fast) {
+    note(&t, rc, "set-up");
+    run_fast(&t, rc != 0);
+  } else {
+    run_general(&t, rc);
   }
   teardown(&t);
   return e->code;

@@ -725,6 +725,10 @@ static void t_hints(struct ectx *c) {
       MPI_Info_get(used, "aggio_strategy", MPI_MAX_INFO_VAL, v, &flag);
       CHECK(flag && strcmp(v, "auto") == 0, "malformed aggio_strategy: in effect \"%s\", "
             "expected the default auto", flag ? v : "(unset)");
+      /* the warning is kept for the program (the library prints nothing) */
+      MPI_Info_get(used, "aggio_hint_warnings", MPI_MAX_INFO_VAL, v, &flag);
+      CHECK(flag && strstr(v, "cb_buffer_size") && strstr(v, "12abc"),
+            "aggio_hint_warnings names the malformed hint: \"%s\"", flag ? v : "(unset)");
       MPI_Info_free(&used);
     }
     still_usable(c, fh, "malformed hints", 11);

@@ -107,6 +107,16 @@ static void tfree(MPI_Datatype *t) {
   *t = MPI_DATATYPE_NULL;
 }
 
+/* B itself when it is a named type, else a dup of it: generators hand out
+ * types their callers free, and a derived etype must outlive them. */
+static MPI_Datatype same_type(MPI_Datatype B) {
+  MPI_Datatype t;
+  if (is_named(B))
+    return B;
+  MPI_Type_dup(B, &t);
+  return t;
+}
+
 /* Resizes t (consumed) to [lb, lb + ext). */
 static MPI_Datatype resize(MPI_Datatype t, MPI_Aint lb, MPI_Aint ext) {
   MPI_Datatype r;
@@ -177,7 +187,7 @@ static MPI_Datatype make_cell(rng_t *g, MPI_Datatype B, int es, MPI_Aint *ce,
   case 2:
     *ce = es;
     dadd(d, "etype");
-    return B;
+    return same_type(B);
   case 8: { /* big pieces: aligned, direct-I/O-sized runs */
     int k = rng_int(g, 64, 2048) * (rng_coin(g, 2) ? 8 / es : 1);
     MPI_Type_contiguous(k, B, &t);
@@ -502,7 +512,7 @@ static MPI_Datatype make_mem(rng_t *l, MPI_Datatype B, int es, int depth, desc_t
   MPI_Aint lb, ext;
   if (kind == 0) {
     dadd(d, "etype");
-    return B;
+    return same_type(B);
   }
   if (kind == 1 || kind == 2) { /* plain runs of etypes are common in practice */
     int k = rng_int(l, 1, 64);
@@ -784,18 +794,21 @@ static unsigned char *slurp(const char *path, int64_t base, int64_t *size,
 static int make_case(struct ctx *cx, int k, struct rank_case *rc) {
   rng_t g = rng_make(cx->o.seed, (uint64_t)k, 0xFFFFFFFFu);
   rng_t l = rng_make(cx->o.seed, (uint64_t)k, (uint64_t)cx->rank);
-  static const struct {
-    MPI_Datatype *t;
-    int size;
-    const char *name;
-  } etypes[] = {{NULL, 1, "MPI_BYTE"}, {NULL, 4, "MPI_INT"}, {NULL, 8, "MPI_DOUBLE"}};
-  int ei = rng_int(&g, 0, 4);
-  ei = ei <= 2 ? 0 : ei - 2; /* MPI_BYTE half the time */
-  rc->etype = ei == 0 ? MPI_BYTE : ei == 1 ? MPI_INT : MPI_DOUBLE;
-  rc->es = etypes[ei].size;
+  /* MPI_BYTE half the time; a derived etype (two ints) now and then */
+  static const char *ename[] = {"MPI_BYTE", "MPI_INT", "MPI_DOUBLE", "contig(2,MPI_INT)"};
+  static const int esize[] = {1, 4, 8, 8};
+  int ei = rng_int(&g, 0, 6);
+  ei = ei <= 2 ? 0 : ei - 3;
+  rc->es = esize[ei];
+  if (ei == 3) {
+    MPI_Type_contiguous(2, MPI_INT, &rc->etype);
+    MPI_Type_commit(&rc->etype);
+  } else {
+    rc->etype = ei == 0 ? MPI_BYTE : ei == 1 ? MPI_INT : MPI_DOUBLE;
+  }
   memset(&rc->fd, 0, sizeof rc->fd);
   memset(&rc->md, 0, sizeof rc->md);
-  dadd(&rc->fd, "etype=%s ", etypes[ei].name);
+  dadd(&rc->fd, "etype=%s ", ename[ei]);
 
   MPI_Aint E, shift;
   rc->ftype = layout_any(&g, &l, rc->etype, rc->es, cx->np, cx->rank, 0, &E, &shift, &rc->fd);
@@ -880,6 +893,7 @@ static int make_case(struct ctx *cx, int k, struct rank_case *rc) {
 }
 
 static void free_case(struct rank_case *rc) {
+  tfree(&rc->etype);
   tfree(&rc->ftype);
   tfree(&rc->mtype);
   free(rc->alloc);

@@ -102,6 +102,16 @@ static void test_rounds(void) {
   CHECK(total == 4000, "tiles %lld", (long long)total);
 }
 
+static void test_round_size(void) {
+  int64_t MiB = 1 << 20;
+  CHECK(aggio__round_size(64 * MiB, 16 * MiB, 4096, 0) == 16 * MiB, "no pipeline: cb");
+  CHECK(aggio__round_size(64 * MiB, 16 * MiB, 4096, 1) == 4 * MiB, "64 MiB domain -> 4 MiB rounds");
+  CHECK(aggio__round_size(1024 * MiB, 16 * MiB, 4096, 1) == 16 * MiB, "large domain keeps cb");
+  CHECK(aggio__round_size(1 * MiB, 16 * MiB, 4096, 1) == 4 * MiB, "floor of 4 MiB");
+  CHECK(aggio__round_size(1 * MiB, 65536, 4096, 1) == 65536, "never above cb");
+  CHECK(aggio__round_size(100 * MiB, 16 * MiB, 1 << 20, 1) % (1 << 20) == 0, "aligned");
+}
+
 static void test_clip_coverage(void) {
   struct aggio__extents a = {0}, b = {0}, out = {0}, runs = {0};
   aggio__extents_push(&a, 0, 10);
@@ -152,26 +162,26 @@ static void test_auto(void) {
   /* IOR-hard: 47008-byte records, ranks interleaved */
   struct aggio__summary hard[4];
   for (int r = 0; r < 4; r++)
-    hard[r] = (struct aggio__summary){r * 47008, r * 47008 + 100 * 4 * 47008, 100 * 47008, 100};
+    hard[r] = (struct aggio__summary){r * 47008, r * 47008 + 100 * 4 * 47008, 100 * 47008, 100, 0};
   CHECK(aggio__auto_decide(hard, 4, 2, 0, 0, why, sizeof why) == 1, "small interleaved -> two_phase: %s", why);
   CHECK(strstr(why, "small requests") != NULL, "reason: %s", why);
   /* HACC SoA: 9 large pieces per rank, interleaved ranges */
   struct aggio__summary soa[4];
   for (int r = 0; r < 4; r++)
-    soa[r] = (struct aggio__summary){r * (16 << 20), 9 * 4 * (16 << 20), 9 * (16 << 20), 9};
+    soa[r] = (struct aggio__summary){r * (16 << 20), 9 * 4 * (16 << 20), 9 * (16 << 20), 9, 0};
   CHECK(aggio__auto_decide(soa, 4, 2, 0, 0, why, sizeof why) == 0, "large on local disk -> independent: %s", why);
   CHECK(aggio__auto_decide(soa, 4, 2, 0, 1, why, sizeof why) == 1, "large interleaved striped -> two_phase: %s", why);
   /* one block per rank, disjoint: independent even when striped */
   struct aggio__summary seg[4];
   for (int r = 0; r < 4; r++)
-    seg[r] = (struct aggio__summary){(int64_t)r << 26, ((int64_t)r + 1) << 26, 1 << 26, 1};
+    seg[r] = (struct aggio__summary){(int64_t)r << 26, ((int64_t)r + 1) << 26, 1 << 26, 1, 0};
   CHECK(aggio__auto_decide(seg, 4, 2, 0, 1, why, sizeof why) == 0, "disjoint blocks -> independent: %s", why);
   /* hints force either way */
   CHECK(aggio__auto_decide(seg, 4, 1, 0, 0, why, sizeof why) == 1, "romio_cb_write=enable");
   CHECK(aggio__auto_decide(hard, 4, 0, 0, 0, why, sizeof why) == 0, "romio_cb_write=disable");
   CHECK(aggio__auto_decide(seg, 4, 2, 1, 0, why, sizeof why) == 1, "romio_no_indep_rw forces two_phase");
   /* ranks without data do not count */
-  struct aggio__summary none[2] = {{0, 0, 0, 0}, {0, 1 << 22, 1 << 22, 1}};
+  struct aggio__summary none[2] = {{0, 0, 0, 0, 0}, {0, 1 << 22, 1 << 22, 1, 0}};
   CHECK(aggio__auto_decide(none, 2, 2, 0, 1, why, sizeof why) == 0, "one writer, large -> independent");
 }
 
@@ -181,6 +191,7 @@ int main(void) {
   test_emulated();
   test_domains();
   test_rounds();
+  test_round_size();
   test_clip_coverage();
   test_rmw();
   return test_summary();
