@@ -293,6 +293,21 @@ static int clip_window(struct tp *t, struct slot *sl, int64_t lo, int64_t hi) {
   return aggio__coverage(t->window, t->fh->nprocs, &sl->runs);
 }
 
+/* Local failures are recorded in t->e; the round still runs to the end so
+ * that every message a peer posted is matched. */
+static void note(struct tp *t, int rc, const char *what) {
+  if (rc != 0)
+    aggio__fail(t->e, rc, "rank %d: two-phase %s failed: %s", t->fh->rank, what,
+                aggio_strerror(rc));
+}
+
+/* This aggregator's window of round k, clipped and covered, in slot sl. */
+static void plan_window(struct tp *t, struct slot *sl, int64_t k) {
+  int64_t lo, hi;
+  aggio__round_window(t->fd_lo[t->me], t->fd_hi[t->me], t->cb, k, &lo, &hi);
+  note(t, clip_window(t, sl, lo, hi), "planning");
+}
+
 /* Messages with the ranks that cannot reach the buffer through shared memory. */
 static int post_theirs(struct tp *t, struct slot *sl, int is_send) {
   for (int r = 0; r < t->fh->nprocs; r++) {
@@ -455,13 +470,6 @@ static void node_barrier(struct tp *t) {
     aggio__phase_add(t->fh->stats, AGGIO_P_WAIT, aggio__now() - t0);
 }
 
-/* Local failures are recorded in t->e; the round still runs to the end so
- * that every message a peer posted is matched. */
-static void note(struct tp *t, int rc, const char *what) {
-  if (rc != 0)
-    aggio__fail(t->e, rc, "rank %d: two-phase %s failed: %s", t->fh->rank, what,
-                aggio_strerror(rc));
-}
 
 /* Round k of a write.  Slot k % 2 was last written in round k - 2 (slots
  * are free when a call starts: its writes end before it returns); the first
@@ -470,10 +478,8 @@ static void note(struct tp *t, int rc, const char *what) {
 static void round_write(struct tp *t, int64_t k) {
   struct slot *sl = &t->slot[k % 2];
   if (t->me >= 0) {
-    int64_t lo, hi;
     slot_join(t, sl);
-    aggio__round_window(t->fd_lo[t->me], t->fd_hi[t->me], t->cb, k, &lo, &hi);
-    note(t, clip_window(t, sl, lo, hi), "planning");
+    plan_window(t, sl, k);
   }
   if (k >= 2)
     node_barrier(t);
@@ -495,9 +501,7 @@ static void round_write(struct tp *t, int64_t k) {
 static void round_read(struct tp *t, int64_t k) {
   struct slot *sl = &t->slot[k % 2];
   if (t->me >= 0) {
-    int64_t lo, hi;
-    aggio__round_window(t->fd_lo[t->me], t->fd_hi[t->me], t->cb, k, &lo, &hi);
-    note(t, clip_window(t, sl, lo, hi), "planning");
+    plan_window(t, sl, k);
     read_slot(t, sl);
   }
   node_barrier(t);
@@ -573,11 +577,9 @@ static int fast_round_write(struct tp *t, int64_t k, int failed) {
   if (k > 0)
     node_barrier(t);
   if (t->me >= 0) {
-    int64_t lo, hi;
     if (k == 0)
       note(t, load_offsets(t), "offsets");
-    aggio__round_window(t->fd_lo[t->me], t->fd_hi[t->me], t->cb, k, &lo, &hi);
-    note(t, clip_window(t, sl, lo, hi), "planning");
+    plan_window(t, sl, k);
     note(t, fill_holes(t, sl), "read-modify-write read");
     slot_write(t, sl);
   }
@@ -596,9 +598,7 @@ static int fast_round_read(struct tp *t, int64_t k, int failed) {
       note(t, load_offsets(t), "offsets");
   }
   if (t->me >= 0) {
-    int64_t lo, hi;
-    aggio__round_window(t->fd_lo[t->me], t->fd_hi[t->me], t->cb, k, &lo, &hi);
-    note(t, clip_window(t, sl, lo, hi), "planning");
+    plan_window(t, sl, k);
     read_slot(t, sl);
   }
   node_barrier(t);
