@@ -448,15 +448,19 @@ static void hints_changed(aggio_file fh, struct aggio__err *e) {
   fh->strategy = s ? s : &aggio__strategy_auto;
 }
 
+/* Collective on every rank, whatever info each passes (ranks may pass
+ * MPI_INFO_NULL beside a real info): the new hints are checked to agree,
+ * and what depends on them (topology, shared window) is rebuilt only when a
+ * must-match hint changed, which the check makes the same on every rank. */
 static int apply_info(aggio_file fh, MPI_Info info, struct aggio__err *e) {
-  if (info == MPI_INFO_NULL)
-    return 0;
   struct aggio__hints h = fh->hints;
   aggio__hints_gather(&h, info, fh->path, fh->rank, 0);
-  if (aggio__hints_check_same(fh->comm, &h, fh->rank, e) == 0) {
-    fh->hints = h;
+  if (aggio__hints_check_same(fh->comm, &h, fh->rank, e) != 0)
+    return e->code;
+  int changed = !aggio__hints_match_equal(&fh->hints, &h);
+  fh->hints = h;
+  if (changed)
     hints_changed(fh, e);
-  }
   return e->code;
 }
 

@@ -130,6 +130,8 @@ void aggio__hints_gather(struct aggio__hints *h, MPI_Info info, const char *path
   apply_env(&c, path);
 }
 
+#define AGGIO_MM_LEN 8192
+
 /* "key=value;" for every hint that must match, in table order. */
 static size_t must_match_string(const struct aggio__hints *h, char *out, size_t cap) {
   size_t n = 0;
@@ -148,6 +150,13 @@ static size_t must_match_string(const struct aggio__hints *h, char *out, size_t 
   return n;
 }
 
+int aggio__hints_match_equal(const struct aggio__hints *a, const struct aggio__hints *b) {
+  char x[AGGIO_MM_LEN], y[AGGIO_MM_LEN];
+  must_match_string(a, x, sizeof x);
+  must_match_string(b, y, sizeof y);
+  return strcmp(x, y) == 0;
+}
+
 static uint64_t fnv1a(const char *s) {
   uint64_t x = 1469598103934665603ULL;
   for (; *s; s++)
@@ -157,7 +166,6 @@ static uint64_t fnv1a(const char *s) {
 
 /* Names the first hint whose value differs from rank 0's.  Both strings
  * come from must_match_string, so they fit AGGIO_MM_LEN. */
-#define AGGIO_MM_LEN 8192
 static void describe_mismatch(MPI_Comm comm, const char *mine, int rank,
                               struct aggio__err *e) {
   char root[AGGIO_MM_LEN];

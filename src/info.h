@@ -20,6 +20,9 @@ void aggio__hints_gather(struct aggio__hints *h, MPI_Info info, const char *path
 int aggio__hints_check_same(MPI_Comm comm, const struct aggio__hints *h, int rank,
                             struct aggio__err *e);
 
+/* 1 when every must-match hint has the same value in a and b. */
+int aggio__hints_match_equal(const struct aggio__hints *a, const struct aggio__hints *b);
+
 /* A new MPI_Info with every hint; not-honoured ones read "ignored: ...". */
 int aggio__hints_to_info(const struct aggio__hints *h, MPI_Info *out);
 

@@ -1,0 +1,149 @@
+/*
+ * test_info.c - hints through their three sources and their precedence,
+ * hints changed after open (set_info, set_view), hints the file system
+ * cannot honour, and a collective whose ranks pass different infos.
+ *
+ * aggio-test-ranks: 1 2 4
+ */
+#include <aggio.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static void info_value(aggio_file fh, const char *key, char *v, size_t len) {
+  MPI_Info used;
+  int flag = 0;
+  v[0] = '\0';
+  if (aggio_file_get_info(fh, &used) != AGGIO_SUCCESS)
+    return;
+  MPI_Info_get(used, key, (int)len - 1, v, &flag);
+  if (!flag)
+    strcpy(v, "(unset)");
+  MPI_Info_free(&used);
+}
+
+static MPI_Info info1(const char *k, const char *v) {
+  MPI_Info i;
+  MPI_Info_create(&i);
+  MPI_Info_set(i, k, v);
+  return i;
+}
+
+/* defaults < AGGIO_HINTS_FILE < MPI_Info < AGGIO_HINTS */
+static void test_precedence(const char *path, int rank) {
+  char hints_file[600], v[MPI_MAX_INFO_VAL + 1];
+  snprintf(hints_file, sizeof hints_file, "%s.hints", path);
+  if (rank == 0) {
+    FILE *f = fopen(hints_file, "w");
+    fprintf(f, "# test hints\ncb_buffer_size 65536\nromio_ds_write disable\ncb_nodes 1\n");
+    fclose(f);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  setenv("AGGIO_HINTS_FILE", hints_file, 1);
+  setenv("AGGIO_HINTS", "*.nomatch:cb_nodes=7,*info*:romio_ds_write=enable", 1);
+  MPI_Info info = info1("cb_buffer_size", "128k");
+  MPI_Info_set(info, "romio_ds_write", "automatic");
+  aggio_file fh;
+  int rc = aggio_file_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, info, &fh);
+  MPI_Info_free(&info);
+  CHECK(rc == AGGIO_SUCCESS, "open: %s", aggio_error_message());
+  if (rc == AGGIO_SUCCESS) {
+    info_value(fh, "cb_buffer_size", v, sizeof v);
+    CHECK(strcmp(v, "131072") == 0, "MPI_Info beats the hints file: cb_buffer_size %s", v);
+    info_value(fh, "romio_ds_write", v, sizeof v);
+    CHECK(strcmp(v, "enable") == 0, "AGGIO_HINTS beats MPI_Info: romio_ds_write %s", v);
+    info_value(fh, "cb_nodes", v, sizeof v);
+    CHECK(strcmp(v, "1") == 0, "hints file applies; a non-matching pattern does not: cb_nodes %s", v);
+    aggio_file_close(&fh);
+  }
+  unsetenv("AGGIO_HINTS_FILE");
+  unsetenv("AGGIO_HINTS");
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0)
+    unlink(hints_file);
+}
+
+/* set_info and set_view change hints collectively; differing infos fail on
+ * every rank instead of hanging. */
+static void test_after_open(const char *path, int rank, int nprocs) {
+  char v[MPI_MAX_INFO_VAL + 1];
+  aggio_file fh;
+  int rc = aggio_file_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR,
+                           MPI_INFO_NULL, &fh);
+  CHECK(rc == AGGIO_SUCCESS, "open: %s", aggio_error_message());
+  if (rc != AGGIO_SUCCESS)
+    return;
+  MPI_Info info = info1("cb_buffer_size", "1m");
+  rc = aggio_file_set_info(fh, info);
+  CHECK(rc == AGGIO_SUCCESS, "set_info: %s", aggio_error_message());
+  info_value(fh, "cb_buffer_size", v, sizeof v);
+  CHECK(strcmp(v, "1048576") == 0, "set_info took effect: %s", v);
+  rc = aggio_file_set_info(fh, MPI_INFO_NULL);
+  CHECK(rc == AGGIO_SUCCESS, "set_info(MPI_INFO_NULL): %s", aggio_error_message());
+  info_value(fh, "cb_buffer_size", v, sizeof v);
+  CHECK(strcmp(v, "1048576") == 0, "MPI_INFO_NULL keeps hints: %s", v);
+  if (nprocs > 1) {
+    /* rank 0 alone asks for another buffer size */
+    MPI_Info other = info1("cb_buffer_size", "2m");
+    rc = aggio_file_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native",
+                             rank == 0 ? other : MPI_INFO_NULL);
+    MPI_Info_free(&other);
+    CHECK(rc == AGGIO_ERR_HINT_MISMATCH || (rank != 0 && rc != AGGIO_SUCCESS),
+          "differing infos: rank %d got %d (%s)", rank, rc, aggio_strerror(rc));
+    MPI_Info_free(&info);
+    info = info1("cb_buffer_size", rank == 0 ? "2m" : "4m");
+    rc = aggio_file_set_info(fh, info);
+    CHECK(rc != AGGIO_SUCCESS, "differing set_info succeeded on rank %d", rank);
+    info_value(fh, "cb_buffer_size", v, sizeof v);
+    CHECK(strcmp(v, "1048576") == 0, "a failed set_info keeps the hints: %s", v);
+  }
+  MPI_Info_free(&info);
+  /* the file still works */
+  char buf[64], back[64];
+  memset(buf, 'a' + rank % 26, sizeof buf);
+  rc = aggio_file_write_at_all(fh, rank * 64, buf, 64, MPI_BYTE, MPI_STATUS_IGNORE);
+  CHECK(rc == AGGIO_SUCCESS, "write after: %s", aggio_error_message());
+  rc = aggio_file_read_at_all(fh, rank * 64, back, 64, MPI_BYTE, MPI_STATUS_IGNORE);
+  CHECK(rc == AGGIO_SUCCESS && memcmp(buf, back, 64) == 0, "read back after hint changes");
+  /* which strategy the last call used is reported */
+  info_value(fh, "aggio_strategy_selected", v, sizeof v);
+  CHECK(strcmp(v, "independent") == 0 || strcmp(v, "two_phase") == 0,
+        "aggio_strategy_selected: %s", v);
+  aggio_file_close(&fh);
+}
+
+/* A hint the file system cannot honour is kept and marked. */
+static void test_ignored(const char *path) {
+  char v[MPI_MAX_INFO_VAL + 1];
+  MPI_Info info = info1("striping_factor", "8");
+  aggio_file fh;
+  int rc = aggio_file_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, info, &fh);
+  MPI_Info_free(&info);
+  CHECK(rc == AGGIO_SUCCESS, "open: %s", aggio_error_message());
+  if (rc != AGGIO_SUCCESS)
+    return;
+  info_value(fh, "striping_factor", v, sizeof v);
+  CHECK(strncmp(v, "ignored:", 8) == 0 && strstr(v, "8"), "striping_factor reported: %s", v);
+  aggio_file_close(&fh);
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  int rank, nprocs;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+  char path[512];
+  snprintf(path, sizeof path, "%s/test_info_np%d.dat", test_dir(), nprocs);
+  test_precedence(path, rank);
+  test_after_open(path, rank, nprocs);
+  test_ignored(path);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0)
+    unlink(path);
+  int rc = test_summary_mpi(MPI_COMM_WORLD);
+  MPI_Finalize();
+  return rc;
+}
