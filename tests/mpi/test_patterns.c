@@ -706,7 +706,7 @@ struct rank_case {
 
 struct config {
   const char *strategy;
-  char hints[8][2][64];
+  char hints[16][2][64];
   int nhints;
   int wmode, rmode, split, ignore_status;
   int reuse; /* read back through the handle that wrote */
@@ -1082,6 +1082,11 @@ static void make_config(rng_t *g, int np, const char *strategy, struct config *c
     }
     static const char *su[] = {"0", "4096", "65536"};
     add_hint(c, "striping_unit", su[rng_int(g, 0, 2)]);
+    /* both data paths (same-node shared memory or messages only) and both
+     * write modes (I/O threads or in the main thread) */
+    static const char *tri2[] = {"enable", "disable", "automatic"};
+    add_hint(c, "aggio_node_shm", tri2[rng_int(g, 0, 2)]);
+    add_hint(c, "aggio_pipeline", tri2[rng_int(g, 0, 2)]);
   }
   static const char *tri[] = {"enable", "disable", "automatic"};
   add_hint(c, "romio_ds_write", tri[rng_int(g, 0, 2)]);
