@@ -612,7 +612,7 @@ static int get_flat(struct ctx *x, MPI_Datatype type, struct aggio__flat **out) 
 /* MPI has no "is committed" query, but MPI_Pack refuses uncommitted types
  * even for count 0; on probe_comm that error returns instead of aborting. */
 static int is_committed(MPI_Datatype type) {
-  char byte;
+  char byte = 0;
   int pos = 0;
   return MPI_Pack(&byte, 0, type, &byte, 0, &pos, probe_comm) == MPI_SUCCESS;
 }

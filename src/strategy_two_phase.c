@@ -689,10 +689,10 @@ static void teardown(struct tp *t) {
   slot_join(t, &t->slot[1]);
   for (int i = 0; t->mine && i < t->naggr; i++)
     free(t->mine[i].v);
-  for (int r = 0; t->theirs && r < t->fh->nprocs; r++) {
+  for (int r = 0; t->theirs && r < t->fh->nprocs; r++)
     aggio__extents_free(&t->theirs[r]);
+  for (int r = 0; t->window && r < t->fh->nprocs; r++)
     aggio__extents_free(&t->window[r]);
-  }
   aggio__extents_free(&t->slot[0].runs);
   aggio__extents_free(&t->slot[1].runs);
   free(t->fd_lo);
