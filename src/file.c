@@ -249,6 +249,7 @@ static aggio_file new_handle(MPI_Comm comm, const char *filename, int amode,
   fh->shm_win = MPI_WIN_NULL;
   pthread_mutex_init(&fh->trace_lock, NULL);
   fh->amode = amode;
+  fh->auto_previous = -1;
   fh->block = fh->dio_align = 4096;
   default_view(fh);
   fh->path = strdup(filename);
@@ -439,6 +440,7 @@ static MPI_Datatype keep_type(MPI_Datatype t) {
 
 /* After hints change: recompute what depends on them. */
 static void hints_changed(aggio_file fh, struct aggio__err *e) {
+  fh->auto_previous = -1;
   aggio__topology_free(fh);
   aggio__topology(fh, e);
   if (fh->hints.direct_io.num == AGGIO_DISABLE)

@@ -106,6 +106,7 @@ struct aggio_file_s {
 
   const struct aggio__strategy_ops *strategy;
   const char *strategy_used;   /* strategy of the last collective call ("" none) */
+  int auto_previous;           /* auto's last choice: -1 none, 0 independent, 1 two-phase */
   struct aggio__stats *stats;  /* NULL unless stats or timers are on */
   struct aggio__trace *trace;  /* NULL unless tracing is on */
   pthread_mutex_t trace_lock;  /* I/O threads record POSIX calls too */

@@ -375,8 +375,19 @@ static int interleaved(const struct aggio__summary *all, int n) {
   return found;
 }
 
+/* The small-request threshold given the previous choice: twice as high to
+ * leave two-phase, half as high to enter it. */
+static int64_t small_threshold(int previous) {
+  if (previous == 1)
+    return 2 * (int64_t)AGGIO_AUTO_SMALL;
+  if (previous == 0)
+    return AGGIO_AUTO_SMALL / 2;
+  return AGGIO_AUTO_SMALL;
+}
+
 int aggio__auto_decide(const struct aggio__summary *all, int n, int cb,
-                       int no_indep_rw, int striped, char *why, size_t whylen) {
+                       int no_indep_rw, int striped, int previous, char *why,
+                       size_t whylen) {
   if (cb == 1 || no_indep_rw) {
     snprintf(why, whylen, "collective buffering forced by hints");
     return 1;
@@ -390,10 +401,10 @@ int aggio__auto_decide(const struct aggio__summary *all, int n, int cb,
     bytes += all[r].nbytes;
     pieces += all[r].npieces;
   }
-  int64_t avg = pieces ? bytes / pieces : 0;
-  if (pieces > 0 && avg < AGGIO_AUTO_SMALL) {
-    snprintf(why, whylen, "small requests (avg %lld bytes < %d)", (long long)avg,
-             AGGIO_AUTO_SMALL);
+  int64_t avg = pieces ? bytes / pieces : 0, small = small_threshold(previous);
+  if (pieces > 0 && avg < small) {
+    snprintf(why, whylen, "small requests (avg %lld bytes < %lld)", (long long)avg,
+             (long long)small);
     return 1;
   }
   /* Large requests: on a striped file system interleaved ranks still fight

@@ -23,9 +23,13 @@ struct aggio__summary {
 
 /* The auto strategy's rule (docs/strategies.md).  cb is the romio_cb_*
  * tristate, striped is 1 when the file system stripes (or striping_unit is
- * set).  Returns 1 for two-phase, 0 for independent, and why. */
+ * set), previous the file's last choice (-1 none, 0 independent, 1
+ * two-phase): the size threshold has hysteresis around AGGIO_AUTO_SMALL so a
+ * workload whose requests straddle it does not switch on every call.
+ * Returns 1 for two-phase, 0 for independent, and why. */
 int aggio__auto_decide(const struct aggio__summary *all, int n, int cb,
-                       int no_indep_rw, int striped, char *why, size_t whylen);
+                       int no_indep_rw, int striped, int previous, char *why,
+                       size_t whylen);
 
 /* Requests smaller than this on average are worth aggregating. */
 #define AGGIO_AUTO_SMALL (1 << 20)

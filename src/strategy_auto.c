@@ -7,7 +7,8 @@
  *                                  = disable -> independent
  *   automatic (aggio__auto_decide in plan.c, pure and unit-tested):
  *     two_phase if the average request is small (< AGGIO_AUTO_SMALL: many
- *       small pieces gain from being merged into large aligned writes), or
+ *       small pieces gain from being merged into large aligned writes; with
+ *       hysteresis: 2x the threshold to leave two_phase, 1/2 to enter it), or
  *       the ranks' ranges interleave on a striped file system (stripe lock
  *       contention), or romio_no_indep_rw is set;
  *     independent otherwise (large requests: that is file-per-process I/O
@@ -27,10 +28,12 @@ static const struct aggio__strategy_ops *choose(aggio_file fh, int is_write,
                                                 const struct aggio__summary *all,
                                                 char *why, size_t whylen) {
   int cb = (int)(is_write ? fh->hints.cb_write.num : fh->hints.cb_read.num);
-  return aggio__auto_decide(all, fh->nprocs, cb, (int)fh->hints.no_indep_rw.num,
-                            striped(fh), why, whylen)
-             ? &aggio__strategy_two_phase
-             : &aggio__strategy_independent;
+  /* Every rank holds the same previous choice: it came from the same
+   * gathered summaries. */
+  fh->auto_previous = aggio__auto_decide(all, fh->nprocs, cb,
+                                         (int)fh->hints.no_indep_rw.num,
+                                         striped(fh), fh->auto_previous, why, whylen);
+  return fh->auto_previous ? &aggio__strategy_two_phase : &aggio__strategy_independent;
 }
 
 static int auto_all(aggio_file fh, struct aggio__access *acc, struct aggio__err *e) {

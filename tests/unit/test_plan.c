@@ -163,26 +163,35 @@ static void test_auto(void) {
   struct aggio__summary hard[4];
   for (int r = 0; r < 4; r++)
     hard[r] = (struct aggio__summary){r * 47008, r * 47008 + 100 * 4 * 47008, 100 * 47008, 100, 0};
-  CHECK(aggio__auto_decide(hard, 4, 2, 0, 0, why, sizeof why) == 1, "small interleaved -> two_phase: %s", why);
+  CHECK(aggio__auto_decide(hard, 4, 2, 0, 0, -1, why, sizeof why) == 1, "small interleaved -> two_phase: %s", why);
   CHECK(strstr(why, "small requests") != NULL, "reason: %s", why);
   /* HACC SoA: 9 large pieces per rank, interleaved ranges */
   struct aggio__summary soa[4];
   for (int r = 0; r < 4; r++)
     soa[r] = (struct aggio__summary){r * (16 << 20), 9 * 4 * (16 << 20), 9 * (16 << 20), 9, 0};
-  CHECK(aggio__auto_decide(soa, 4, 2, 0, 0, why, sizeof why) == 0, "large on local disk -> independent: %s", why);
-  CHECK(aggio__auto_decide(soa, 4, 2, 0, 1, why, sizeof why) == 1, "large interleaved striped -> two_phase: %s", why);
+  CHECK(aggio__auto_decide(soa, 4, 2, 0, 0, -1, why, sizeof why) == 0, "large on local disk -> independent: %s", why);
+  CHECK(aggio__auto_decide(soa, 4, 2, 0, 1, -1, why, sizeof why) == 1, "large interleaved striped -> two_phase: %s", why);
   /* one block per rank, disjoint: independent even when striped */
   struct aggio__summary seg[4];
   for (int r = 0; r < 4; r++)
     seg[r] = (struct aggio__summary){(int64_t)r << 26, ((int64_t)r + 1) << 26, 1 << 26, 1, 0};
-  CHECK(aggio__auto_decide(seg, 4, 2, 0, 1, why, sizeof why) == 0, "disjoint blocks -> independent: %s", why);
+  CHECK(aggio__auto_decide(seg, 4, 2, 0, 1, -1, why, sizeof why) == 0, "disjoint blocks -> independent: %s", why);
   /* hints force either way */
-  CHECK(aggio__auto_decide(seg, 4, 1, 0, 0, why, sizeof why) == 1, "romio_cb_write=enable");
-  CHECK(aggio__auto_decide(hard, 4, 0, 0, 0, why, sizeof why) == 0, "romio_cb_write=disable");
-  CHECK(aggio__auto_decide(seg, 4, 2, 1, 0, why, sizeof why) == 1, "romio_no_indep_rw forces two_phase");
+  CHECK(aggio__auto_decide(seg, 4, 1, 0, 0, -1, why, sizeof why) == 1, "romio_cb_write=enable");
+  CHECK(aggio__auto_decide(hard, 4, 0, 0, 0, -1, why, sizeof why) == 0, "romio_cb_write=disable");
+  CHECK(aggio__auto_decide(seg, 4, 2, 1, 0, -1, why, sizeof why) == 1, "romio_no_indep_rw forces two_phase");
+  /* hysteresis: 1.5 MiB requests stay with two_phase once chosen, and
+   * 0.75 MiB requests stay independent once chosen */
+  struct aggio__summary mid[2] = {{0, 3 << 19, 3 << 19, 1, 0}, {3 << 19, 3 << 20, 3 << 19, 1, 0}};
+  CHECK(aggio__auto_decide(mid, 2, 2, 0, 0, -1, why, sizeof why) == 0, "1.5 MiB fresh -> independent");
+  CHECK(aggio__auto_decide(mid, 2, 2, 0, 0, 1, why, sizeof why) == 1, "1.5 MiB after two_phase stays");
+  struct aggio__summary low[2] = {{0, 3 << 18, 3 << 18, 1, 0}, {3 << 18, 3 << 19, 3 << 18, 1, 0}};
+  CHECK(aggio__auto_decide(low, 2, 2, 0, 0, -1, why, sizeof why) == 1, "0.75 MiB fresh -> two_phase");
+  CHECK(aggio__auto_decide(low, 2, 2, 0, 0, 0, why, sizeof why) == 0, "0.75 MiB after independent stays");
+  CHECK(aggio__auto_decide(hard, 4, 2, 0, 0, 0, why, sizeof why) == 1, "tiny requests leave independent");
   /* ranks without data do not count */
   struct aggio__summary none[2] = {{0, 0, 0, 0, 0}, {0, 1 << 22, 1 << 22, 1, 0}};
-  CHECK(aggio__auto_decide(none, 2, 2, 0, 1, why, sizeof why) == 0, "one writer, large -> independent");
+  CHECK(aggio__auto_decide(none, 2, 2, 0, 1, -1, why, sizeof why) == 0, "one writer, large -> independent");
 }
 
 int main(void) {
