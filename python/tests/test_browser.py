@@ -14,7 +14,7 @@ HERE = os.path.dirname(__file__)
 SHARED = os.path.join(HERE, "..", "..", "..", "shared", "darshan-logs")
 DXT_LOG = os.path.join(SHARED, "mpi_io_test_with_dxt",
                        "treddy_mpi-io-test_id4373053_6-2-60198-9815401321915095332_1.darshan")
-SCREENSHOT = os.path.join(HERE, "..", "..", "docs", "img", "report.png")
+README_SCREENSHOT = os.path.join(HERE, "..", "..", "docs", "img", "report.png")
 PROBE = """JSON.stringify({ready: document.body.dataset.aggioReady,
   plots: document.querySelectorAll('.js-plotly-plot').length,
   timeline: !!document.querySelector('#timeline-0 .main-svg'),
@@ -40,8 +40,13 @@ def _trace_report(tmp_path, extra=()):
 
 
 def test_report_loads_clean_and_saves_screenshot(tmp_path):
+    """The screenshot goes to the test's tmp dir; with AGGIO_UPDATE_SCREENSHOT=1
+    it replaces the README's docs/img/report.png (so test runs leave the
+    tree unchanged)."""
     import json
     out = _trace_report(tmp_path)
+    update = os.environ.get("AGGIO_UPDATE_SCREENSHOT") == "1"
+    SCREENSHOT = README_SCREENSHOT if update else str(tmp_path / "report.png")
     os.makedirs(os.path.dirname(SCREENSHOT), exist_ok=True)
     result = chromium.load(out, PROBE, screenshot=SCREENSHOT, width=1200, height=1500)
     assert result.errors == []
