@@ -20,8 +20,6 @@
 #include "info.h"
 #include "internal.h"
 
-#define AGGIO_DELETE_ON_CLOSE_FLAG MPI_MODE_DELETE_ON_CLOSE
-
 /* ---- access modes --------------------------------------------------------- */
 
 static int check_amode(int amode, struct aggio__err *e) {

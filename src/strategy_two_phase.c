@@ -60,7 +60,6 @@ struct tp {
   int naggr, me;           /* me: my aggregator index, or -1 */
   int64_t *fd_lo, *fd_hi;  /* file domains */
   int64_t cb, nrounds, shift_align; /* cb: bytes per round */
-  int64_t buf_bytes;                 /* cb_buffer_size: bytes per buffer */
   int shm;                 /* same-node copies through shared memory */
   int pipeline;            /* writes in an I/O thread */
   struct piece_list *mine; /* [naggr]: my ranges in each domain */
@@ -192,6 +191,12 @@ static int exchange_offsets(struct tp *t, int failed) {
   free(sbuf);
   free(rbuf);
   return rc;
+}
+
+/* cb_buffer_size, capped: message block lengths are int. */
+static int64_t buffer_bytes(aggio_file fh) {
+  int64_t cb = fh->hints.cb_buffer_size.num;
+  return cb < (1 << 30) ? cb : (1 << 30);
 }
 
 /* ---- one round ------------------------------------------------------------ */
@@ -416,7 +421,7 @@ static int fill_holes(struct tp *t, struct slot *sl) {
   slot_join(t, &t->slot[1]);
   int64_t a = span_lo(sl), b = span_hi(sl), got = 0;
   if (!t->scratch)
-    t->scratch = malloc((size_t)(t->buf_bytes + t->shift_align));
+    t->scratch = malloc((size_t)(buffer_bytes(t->fh) + t->shift_align));
   if (!t->scratch)
     return AGGIO_ERR_NOMEM;
   if (t->fh->stats) {
@@ -608,11 +613,6 @@ static int fast_round_read(struct tp *t, int64_t k, int failed) {
 
 /* ---- set-up and tear-down ------------------------------------------------- */
 
-/* cb_buffer_size, capped: message block lengths are int. */
-static int64_t buffer_bytes(aggio_file fh) {
-  int64_t cb = fh->hints.cb_buffer_size.num;
-  return cb < (1 << 30) ? cb : (1 << 30);
-}
 
 /* Buffers: in the node's shared window when same-node copies are on, else
  * private.  Every rank calls this (the window is collective). */
@@ -675,7 +675,6 @@ static int setup(struct tp *t, const struct aggio__summary *all) {
   int64_t largest = 0;
   for (int i = 0; i < t->naggr; i++)
     largest = t->fd_hi[i] - t->fd_lo[i] > largest ? t->fd_hi[i] - t->fd_lo[i] : largest;
-  t->buf_bytes = t->cb; /* buffers are sized for cb_buffer_size */
   t->cb = aggio__round_size(largest, t->cb, t->shift_align,
                             fh->hints.pipeline.num != AGGIO_DISABLE);
   t->nrounds = aggio__round_count(t->naggr, t->fd_lo, t->fd_hi, t->cb);
