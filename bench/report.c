@@ -97,13 +97,13 @@ static void min_max(const int64_t *v, int n, int64_t *lo, int64_t *hi) {
 
 static void memory_line(const struct bench_result *r) {
   const struct bench_memory *m = &r->mem;
-  int64_t lo, hi, base_lo, base_hi;
+  int64_t lo, hi, base_lo, base_hi, data_lo, data_hi;
   if (!m->peak_kib) return;
   min_max(m->peak_kib, r->nranks, &lo, &hi);
   min_max(m->baseline_kib, r->nranks, &base_lo, &base_hi);
-  printf("peak RSS per rank (MiB): min %.1f, max %.1f (after set-up: max %.1f; data buffers "
-         "%.1f per rank)\n", lo / 1024.0, hi / 1024.0, base_hi / 1024.0,
-         (double)m->data_bytes[0] / BENCH_MIB);
+  min_max(m->data_bytes, r->nranks, &data_lo, &data_hi);
+  printf("peak RSS per rank (MiB): min %.1f, max %.1f (after set-up: max %.1f; data buffers: "
+         "max %.1f)\n", lo / 1024.0, hi / 1024.0, base_hi / 1024.0, (double)data_hi / BENCH_MIB);
 }
 
 void bench_report_summary(const struct bench_result *r) {
