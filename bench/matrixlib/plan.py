@@ -231,10 +231,9 @@ def make_cell(opts, flavor, np, pat, cfg):
     minimum = opts["min_segments"].get(pat.name, 0)
     size = pattern_flags(pat, opts["bytes"], np, minimum, opts["segments"].get(pat.name))
     path = os.path.join(opts["dir"], f"{flavor}-{np}-{pat.name}-{cfg.name}")
+    layout = (["--pattern", pat.bench] if pat.bench != "segmented" else []) + size
     bench = ["-o", path, "-i", "1", "--label", f"{flavor}/{np}/{pat.name}/{cfg.name}"]
-    if pat.bench != "segmented":
-        bench += ["--pattern", pat.bench]
-    bench += access_flags(pat) + size + list(cfg.flags)
+    bench += access_flags(pat) + layout + list(cfg.flags)
     if opts["verify"] and not pat.micro:
         bench += ["-W", "-R"]
     if opts["drop_caches"] and not pat.micro:
@@ -242,7 +241,7 @@ def make_cell(opts, flavor, np, pat, cfg):
     launch = [f["mpiexec"], "-n", str(np)] + list(f["flags"]) + launcher_flags(cfg, flavor)
     return {"flavor": flavor, "np": np, "pattern": pat.name, "config": cfg.name,
             "kind": cfg.kind, "launch": launch, "bench": bench, "path": path,
-            "ior": ior_command(pat, cfg, np, size), "size": size}
+            "ior": ior_command(pat, cfg, np, size), "layout": layout}
 
 
 def plan(opts):

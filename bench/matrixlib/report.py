@@ -102,7 +102,7 @@ def ior_section(results):
             continue
         seen.add(key)
         ior = f"`{shlex.join(c['ior'])}`" if c["ior"] else "none: IOR cannot make these calls"
-        rows.append([c["pattern"], c["np"], f"`{' '.join(c['size'])}`", ior])
+        rows.append([c["pattern"], c["np"], f"`{' '.join(c['layout'])}`", ior])
     return (["## Patterns and the IOR command lines they reproduce", "",
              "The MPI-IO and aggio configurations make the calls of the IOR command "
              "line (`-a MPIIO -c`: one `MPI_File_write_at_all` per transfer at its file "
@@ -110,7 +110,7 @@ def ior_section(results):
              "`--posix.odirect`), POSIX with `-a POSIX`. One difference: `-C` reads "
              "what rank r + 1 wrote; IOR's `-C` shifts by a node's worth of ranks, "
              "which on one node is no shift. docs/bench.md has the details.", ""]
-            + table(["pattern", "ranks", "size flags", "IOR command line"], rows))
+            + table(["pattern", "ranks", "aggio-bench layout flags", "IOR command line"], rows))
 
 
 def targets_section(groups):

@@ -181,7 +181,7 @@ def record(write=None, read=None, peak=(20000, 21000), base=(10000, 10000), data
 
 def result(pattern, config, kind, rep, rec, np=4, flavor="openmpi"):
     cell = {"flavor": flavor, "np": np, "pattern": pattern, "config": config, "kind": kind,
-            "launch": ["mpiexec", "-n", str(np)], "bench": ["-w"], "ior": None, "size": ["-s", "1"]}
+            "launch": ["mpiexec", "-n", str(np)], "bench": ["-w"], "ior": None, "layout": ["-s", "1"]}
     return {"cell": cell, "rep": rep, "rc": 0, "seconds": 1.0, "record": rec,
             "error": None if rec else "exit 1: boom"}
 
