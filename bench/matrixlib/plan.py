@@ -15,7 +15,7 @@ RECORD = 47008  # IO-500 ior-hard's record size
 
 # aggio's strategies, as the aggio_strategy hint names them.  The only list
 # of them in bench/: configurations and tests derive theirs from it.
-AGGIO_STRATEGIES = ("auto", "independent", "two_phase")
+AGGIO_STRATEGIES = ("auto", "independent", "two_phase", "write_behind")
 
 # How the matrix launches each MPI library.  Open MPI runs as root only with
 # the two variables; --oversubscribe lets 8 ranks run on 2 cores.
