@@ -34,6 +34,9 @@ DEFAULTS: dict[str, tuple[float, str]] = {
     "metadata_fraction": (0.3, "metadata above this fraction of I/O time ..."),
     "metadata_min_seconds": (1.0, "... and above this many seconds in all"),
     "stripe_min_bytes": (1 << 30, "shared files above this size want more than one stripe"),
+    "overhead_min_seconds": (1.0, "MPI-IO time per rank beyond the busiest POSIX rank's above this"),
+    "overhead_fraction": (0.5, "... and above this fraction of the MPI-IO time"),
+    "rmw_min_bytes": (1 << 20, "read-modify-write reads beneath MPI-IO writes above this many bytes"),
     "phase_gap_fraction": (0.02, "idle gap (fraction of the run) that separates I/O phases"),
     "max_plot_points": (200_000, "above this many operations the timeline is aggregated"),
 }
