@@ -80,15 +80,15 @@ def filtered(job, time=None, ranks=None):
 def describe_filter(time, ranks, kept, total) -> str:
     parts = []
     if time:
-        parts.append(f"time {_side(time[0], 's')} to {_side(time[1], 's')}")
+        parts.append(f"time {_side(time[0], 'the start', 's')} to {_side(time[1], 'the end', 's')}")
     if ranks:
-        parts.append(f"ranks {_side(ranks[0])} to {_side(ranks[1])}")
+        parts.append(f"ranks {_side(ranks[0], 'the first')} to {_side(ranks[1], 'the last')}")
     return (f"Filtered views: {' and '.join(parts)} ({kept:,} of {total:,} operations). "
             "Findings and the files table use the whole input.")
 
 
-def _side(value, unit=""):
-    return "the end" if value is None else f"{value:g}{unit}" if unit else str(value)
+def _side(value, open_text, unit=""):
+    return open_text if value is None else f"{value:g}{unit}" if unit else str(value)
 
 
 def build(paths: list[str], th, time=None, ranks=None, call=None) -> tuple[str, list]:

@@ -13,7 +13,7 @@ import json
 import shlex
 import statistics
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 from . import benchrun, hintforms, replay
 from . import thresholds as thr

@@ -1,7 +1,7 @@
 """Findings about the file system: metadata time and stripe settings."""
 from __future__ import annotations
 
-from ..model import MPIIO, POSIX, STDIO, Job
+from ..model import POSIX, STDIO, Job
 from .base import Finding, Fix, check, fmt_bytes, hint_fixes, lfs_fix, pct
 from .layers import wanted_stripes
 

@@ -69,8 +69,10 @@ def no_mpiio(job: Job, th) -> list[Finding]:
            "without MPI-IO" + (f"; {len(shared)} files are shared by several ranks"
                                if shared else ""))
     fixes = [Fix("code", "MPI_File_open(comm, path, MPI_MODE_CREATE | MPI_MODE_WRONLY, info, &fh);\n"
-                         "MPI_File_write_at_all(fh, offset, buf, count, MPI_BYTE, MPI_STATUS_IGNORE);\n"
-                         "/* HDF5: H5Pset_fapl_mpio(fapl, comm, info); PnetCDF: ncmpi_create(comm, ...) */")]
+                         "MPI_File_write_at_all(fh, offset, buf, count, MPI_BYTE, MPI_STATUS_IGNORE);"),
+             Fix("code", "H5Pset_fapl_mpio(fapl, comm, info);   /* HDF5: the MPI-IO driver */\n"
+                         "H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE);",
+                 needs=frozenset({"hdf5"}))]
     severity = "warn" if parallel and shared else "info"
     return [Finding("AGG-NO-MPIIO", severity, "No MPI-IO", msg, evidence, fixes)]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import crosslayer as xl
-from ..model import MPIIO, POSIX, READ, WRITE, Job
+from ..model import POSIX, READ, WRITE, Job
 from .base import Finding, Fix, check, fmt_bytes, hint_fixes, pct, top
 
 DIRECTIONS = (("read", "reads"), ("write", "writes"))
