@@ -11,7 +11,6 @@ import json
 import sys
 import textwrap
 
-from . import hintforms
 from . import thresholds as thr
 from .findings import REGISTRY, run_all, unknown_codes
 from .sources import InputError, load_jobs
@@ -74,17 +73,19 @@ def _np(value):
     return value.item() if hasattr(value, "item") else str(value)
 
 
-def combined_hints(job) -> dict:
-    """Every hint the report's fixes give, with the one value each has."""
+def combined_forms(job) -> list[tuple[str, str]]:
+    """Every hint the report's fixes give, at once, in the three forms."""
     plan = job.__dict__.get("fix_plan")
-    return plan.combined() if plan else {}
+    return plan.forms() if plan else []
 
 
 def job_json(job, found) -> dict:
+    plan = job.__dict__.get("fix_plan")
     return {"source": job.source, "kind": job.kind, "nprocs": job.nprocs,
             "notes": job.notes, "damaged": job.damaged,
             "findings": [f.to_dict() for f in found],
-            "hints_all_findings": combined_hints(job)}
+            "hints_all_findings": [{"pattern": p, "hints": h} for p, h in plan.entries()]
+            if plan else []}
 
 
 def render_text(job, found) -> str:
@@ -105,12 +106,12 @@ def render_text(job, found) -> str:
             label = fix.to_dict()["label"]
             lines.append(f"  fix - {label}:")
             lines += [f"      {line}" for line in fix.text.splitlines()]
-    hints = combined_hints(job)
-    if hints:
-        lines.append("\nall hints above together (one value each):")
+    forms = combined_forms(job)
+    if forms:
+        lines.append("\nall hints above together (one value per file):")
         lines += [f"  {text}" if kind != "romio-hints" else
-                  "  hints file:\n" + textwrap.indent(text, "      ")
-                  for kind, text in hintforms.forms(hints)]
+                  "  hints file (the hints with one value for every file):\n"
+                  + textwrap.indent(text, "      ") for kind, text in forms]
     return "\n".join(lines)
 
 

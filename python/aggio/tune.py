@@ -100,10 +100,10 @@ def main(argv: list[str] | None = None) -> int:
         jobs = load_jobs(args.logs)
         if len(jobs) != 1:
             raise InputError("give one Darshan log, or the aggio traces of one job")
-        advised = {k: v for k, v in advised_hints(jobs[0], th).items()
+        pattern = detect(jobs[0], args.file, args.record)
+        advised = {k: v for k, v in advised_hints(jobs[0], th, pattern.path).items()
                    if k in hintforms.KNOWN_HINTS}
-        rp = replay.build(detect(jobs[0], args.file, args.record), args.nranks,
-                          args.max_bytes, args.scale, args.min_bytes)
+        rp = replay.build(pattern, args.nranks, args.max_bytes, args.scale, args.min_bytes)
         bench = benchrun.find_bench(args.bench)
         prefix, env, flavor = benchrun.launcher(bench, rp.nranks, args.mpiexec)
         configs = configurations(rp.pattern, advised, flavor)
@@ -117,11 +117,11 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def advised_hints(job, th) -> dict:
-    """The hints `advise` gives for the log (one value each)."""
+def advised_hints(job, th, path: str) -> dict:
+    """The hints `advise` gives for the replayed file."""
     run_all(job, th)
     plan = job.__dict__.get("fix_plan")
-    return plan.combined() if plan else {}
+    return plan.for_file(path) if plan else {}
 
 
 def measure(configs, rp, prefix, env, bench, args) -> None:

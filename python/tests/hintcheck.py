@@ -59,14 +59,24 @@ def parse_fix(kind: str, text: str, path: str) -> dict:
 
 
 def check_report_hints(findings) -> dict:
-    """Parses every hint fix of a report; returns key -> the one value the
-    report gives (asserting that no two fixes disagree)."""
+    """Parses every hint fix of a report through aggio's parser, for the file
+    each is about; asserts that no two fixes give one file two values (a
+    job-wide fix or a hints file covers every file).  Returns
+    {file: {key: value}} ("*" for the job-wide ones)."""
     seen: dict = {}
     for f in findings:
-        path = f.subject if f.subject.startswith("/") else "/any/file"
+        path = f.subject if f.subject.startswith("/") else "*"
         for x in f.fixes:
-            if x.kind in ("aggio-hints", "cray-hints", "romio-hints"):
-                for key, value in parse_fix(x.kind, x.text, path).items():
-                    assert seen.setdefault(key, value) == value, \
-                        f"{f.code}: {key}={value}, another fix says {seen[key]}"
+            if x.kind not in ("aggio-hints", "cray-hints", "romio-hints"):
+                continue
+            scope = "*" if x.kind == "romio-hints" else path
+            got = parse_fix(x.kind, x.text, path if path != "*" else "/any/file")
+            for key, value in got.items():
+                seen.setdefault(scope, {}).setdefault(key, value)
+                assert seen[scope][key] == value, f"{f.code}: {key}={value} vs {seen[scope][key]}"
+    for scope, hints in seen.items():
+        for key, value in hints.items():
+            for other, theirs in seen.items():
+                if "*" in (scope, other) and key in theirs:
+                    assert theirs[key] == value, f"{key}: {value} for {scope}, {theirs[key]} for {other}"
     return seen

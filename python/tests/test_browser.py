@@ -60,3 +60,33 @@ def test_aggregated_timeline_loads_clean(tmp_path):
     assert "Aggregated:" in open(out).read()
     result = chromium.load(out, PROBE)
     assert result.errors == [] and json.loads(result.value)["timeline"]
+
+
+CONTROLS = """(function(){
+  document.getElementById('t0-0').value = '0.01';
+  document.getElementById('t1-0').value = '0.02';
+  document.getElementById('r0-0').value = '4';
+  document.getElementById('r1-0').value = '7';
+  document.getElementById('controls-0').requestSubmit();
+  var t = document.getElementById('timeline-0').layout;
+  return JSON.stringify({x: t.xaxis.range, y: t.yaxis.range,
+    aggregators: !!document.querySelector('#aggregators-0-0 .main-svg'),
+    translation: !!document.querySelector('#translation-fig-0 .main-svg')});
+})()"""
+
+
+def test_cross_layer_views_and_range_controls(tmp_path):
+    """The aggregator and translation figures draw, and the range controls
+    zoom the timeline (time and ranks) without a JavaScript error."""
+    import json
+
+    from builders import two_phase_write
+    path = two_phase_write(16, [0, 4, 8, 12], calls=3, slow=8, rmw=True).write(
+        tmp_path / "t", aggregators=[0, 4, 8, 12], per_node=4)
+    out = str(tmp_path / "r.html")
+    assert cli.main(["report", path, "-o", out]) == 0
+    result = chromium.load(out, CONTROLS)
+    assert result.errors == []
+    state = json.loads(result.value)
+    assert state["aggregators"] and state["translation"]
+    assert state["x"] == [0.01, 0.02] and state["y"] == [3.5, 7.5]

@@ -101,7 +101,7 @@ def test_one_value_per_hint_in_a_report():
     texts = [x.text for x in second.fixes]
     assert all("cb_nodes=8" in t or "cb_nodes 8" in t for t in texts)
     assert all("cb_nodes=16" not in t and "cb_nodes 16" not in t for t in texts)
-    assert "cb_nodes=8 as AGG-A gives" in second.fixes[0].label
+    assert "cb_nodes=8 as AGG-A gives (one value per file)" in second.fixes[0].label
     assert job.fix_plan.combined() == {"cb_nodes": 8, "romio_cb_write": "enable",
                                        "cb_buffer_size": MiB}
 
@@ -146,7 +146,10 @@ def test_report_hints_parse_and_agree_on_synthetic_jobs(tmp_path):
         found = run_all(job, Thresholds())
         assert any(x.kind.endswith("hints") for f in found for x in f.fixes), path
         got = check_report_hints(found)
-        assert got == canonical(job.fix_plan.combined())
+        merged = {}
+        for hints in got.values():
+            merged.update(hints)
+        assert merged == canonical(job.fix_plan.combined())
 
 
 @requires_hints_parser
@@ -169,3 +172,30 @@ def test_report_hints_parse_on_counter_jobs(case):
     assert {"AGG-SINGLE-AGGREGATOR", "AGG-MPIIO-OVERHEAD", "AGG-RMW"} <= codes
     check_report_hints(found)
     assert parse_file("\n".join(f"{k} {v}" for k, v in job.fix_plan.combined().items()))
+
+
+def test_files_may_differ_but_the_hints_file_then_leaves_the_key_out():
+    job = _mpiio_job(["/lus/a.dat", "/lus/b.dat"])
+    a = _finding("AGG-A", "high", hint_fixes({"cb_nodes": 8, "romio_cb_write": "enable"},
+                                             "/lus/a.dat"), "/lus/a.dat")
+    b = _finding("AGG-B", "warn", hint_fixes({"cb_nodes": 3}, "/lus/b.dat"), "/lus/b.dat")
+    finalize(job, [a, b])
+    assert [x.kind for x in a.fixes] == ["aggio-hints", "cray-hints", "romio-hints"]
+    assert a.fixes[2].text == "romio_cb_write enable"          # cb_nodes differs per file
+    assert "leaves out cb_nodes" in a.fixes[2].label
+    assert [x.kind for x in b.fixes] == ["aggio-hints", "cray-hints"]   # nothing left for a file
+    assert b.fixes[0].text == 'export AGGIO_HINTS="/lus/b.dat:cb_nodes=3"'
+    forms = dict(job.fix_plan.forms())
+    assert forms["aggio-hints"] == ('export AGGIO_HINTS="/lus/a.dat:cb_nodes=8:romio_cb_write='
+                                    'enable,/lus/b.dat:cb_nodes=3"')
+    assert forms["romio-hints"] == "romio_cb_write enable"
+
+
+def test_cb_nodes_proposals_fit_the_stripes():
+    from aggio.findings.layers import fit_aggregators
+    f = file_with("/lus/x", mpiio=LayerStats())
+    f.stripe_count = 3
+    assert [fit_aggregators(f, n) for n in (1, 2, 3, 4, 8, 16)] == [1, 1, 3, 3, 6, 15]
+    assert fit_aggregators(f, 16, limit=10) == 9
+    f.stripe_count = 0
+    assert fit_aggregators(f, 7) == 7

@@ -65,30 +65,75 @@ def _job_wide(job) -> set:
 
 
 class Plan:
-    """The hint values and stripe layouts agreed so far in one report."""
+    """The hint values and stripe layouts agreed so far in one report.
+
+    A hint is agreed per scope: a file's path, or "*" (every file).  Two
+    requests for the same key whose scopes overlap ("*" overlaps every file)
+    get the first one's value.  A hints file applies to every file, so it
+    carries only the keys that have one value in the whole report."""
 
     def __init__(self, job):
         self.job = job
-        self.hints: dict = {}      # key -> (value, code that set it)
+        self.hints: dict = {}      # (scope, key) -> (value, code that set it)
         self.stripes: dict = {}    # path -> (count, size, code)
 
-    def agree_hints(self, hints: dict, code: str) -> tuple[dict, list[str]]:
+    def agree_hints(self, hints: dict, path: str, code: str) -> tuple[dict, list[str]]:
+        scope = path or "*"
         agreed, notes = {}, []
         for key, value in hints.items():
-            if key in self.hints and str(self.hints[key][0]) != str(value):
-                first, by = self.hints[key]
-                notes.append(f"{key}={first} as {by} gives (one value per report)")
-                value = first
-            else:
-                self.hints.setdefault(key, (value, code))
+            first = next(((v, by) for (s, k), (v, by) in self.hints.items()
+                          if k == key and (s == scope or "*" in (s, scope))), None)
+            if first is not None and str(first[0]) != str(value):
+                notes.append(f"{key}={first[0]} as {first[1]} gives (one value per file)")
+                value = first[0]
+            self.hints.setdefault((scope, key), (value, code))
             agreed[key] = value
         return agreed, notes
 
     def agree_stripes(self, path: str, count: int, size: int, code: str) -> None:
         self.stripes.setdefault(path, (count, size, code))
 
+    def entries(self) -> list[tuple[str, dict]]:
+        """[(pattern, hints)] for AGGIO_HINTS / MPICH_MPIIO_HINTS: every file
+        first, then each file's own."""
+        out: dict = {}
+        for (scope, key), (value, _) in sorted(self.hints.items(), key=lambda kv: kv[0][0] != "*"):
+            out.setdefault(scope, {})[key] = value
+        return [(hintforms.pattern_for(s) if s != "*" else "*", h) for s, h in out.items()]
+
+    def single_valued(self) -> dict:
+        """Keys with one value in the whole report (what a hints file may hold)."""
+        values: dict = {}
+        for (_, key), (value, _) in self.hints.items():
+            values.setdefault(key, set()).add(str(value))
+        return {key: next(v for (_, k), (v, _) in self.hints.items() if k == key)
+                for key, vals in values.items() if len(vals) == 1}
+
+    def for_file(self, path: str) -> dict:
+        """The hints that apply to one file."""
+        out = {}
+        for (scope, key), (value, _) in self.hints.items():
+            if scope in ("*", path):
+                out[key] = value
+        return out
+
     def combined(self) -> dict:
-        return {k: v for k, (v, _) in self.hints.items()}
+        """key -> value for the hints with one value in the whole report."""
+        return self.single_valued()
+
+    def forms(self) -> list[tuple[str, str]]:
+        """All the report's hints at once: [(kind, text)] in the three forms
+        (the hints file with the keys that have one value)."""
+        entries = self.entries()
+        if not entries:
+            return []
+        out = [("aggio-hints", f'export AGGIO_HINTS="{hintforms.env_value(entries)}"')]
+        cray = hintforms.env_value(entries, cray=True)
+        if cray:
+            out.append(("cray-hints", f'export MPICH_MPIIO_HINTS="{cray}"'))
+        if self.single_valued():
+            out.append(("romio-hints", hintforms.file_text(self.single_valued())))
+        return out
 
 
 def finalize(job, findings: list) -> list:
@@ -96,7 +141,7 @@ def finalize(job, findings: list) -> list:
     severe first); returns them, with job.__dict__["fix_plan"] set."""
     plan = Plan(job)
     files = {f.path: f for f in job.files}
-    pending = []
+    pending_hints, pending_lustre = [], []
     for finding in findings:
         subject = files.get(finding.subject)
         uses = file_uses(job, subject) if subject is not None else job_uses(job)
@@ -105,38 +150,56 @@ def finalize(job, findings: list) -> list:
             if not fix.needs <= uses:
                 continue
             if fix.kind == "hints":
-                fixes += _hint_forms(plan, fix, finding.code, uses)
+                if {"mpiio", "aggio"} & uses:
+                    fix.hints, fix.label = plan.agree_hints(fix.hints, fix.path, finding.code)
+                    fixes.append(fix)
+                    pending_hints.append(fix)
             elif fix.kind == "lustre":
                 if "lustre" in uses and fix.path in files:
                     plan.agree_stripes(fix.path, *fix.lustre, finding.code)
                     fixes.append(fix)
-                    pending.append((fix, finding.code))
+                    pending_lustre.append((fix, finding.code))
             else:
                 fixes.append(fix)
         finding.fixes = fixes
-    _write_lustre(plan, pending)
+    for finding in findings:
+        finding.fixes = [out for fix in finding.fixes
+                         for out in (_hint_forms(plan, fix) if fix.kind == "hints" else [fix])]
+    _write_lustre(plan, pending_lustre)
     job.__dict__["fix_plan"] = plan
     return findings
 
 
-def _hint_forms(plan, fix, code, uses) -> list[Fix]:
-    if not ({"mpiio", "aggio"} & uses):
-        return []
-    hints, notes = plan.agree_hints(fix.hints, code)
+def _hint_forms(plan, fix) -> list[Fix]:
+    """The three forms of one agreed hint request; the hints file (every
+    file) leaves out keys that another file of the report sets otherwise."""
+    notes = list(fix.label)
+    shared = plan.single_valued()
+    left_out = [k for k in fix.hints if k not in shared]
+    if left_out:
+        notes.append(f"the hints file leaves out {', '.join(left_out)}: it would apply to "
+                     "every file, and other files of this report need other values")
     suffix = f" - {'; '.join(notes)}" if notes else ""
-    return [Fix(kind, text, label=FIX_LABELS[kind] + suffix)
-            for kind, text in hintforms.forms(hints, fix.path)]
+    out = []
+    for kind, text in hintforms.forms(fix.hints, fix.path):
+        if kind == "romio-hints":
+            kept = {k: v for k, v in fix.hints.items() if k in shared}
+            if not kept:
+                continue
+            text = hintforms.file_text(kept)
+        out.append(Fix(kind, text, label=FIX_LABELS[kind] + suffix))
+    return out
 
 
 def _write_lustre(plan, pending) -> None:
     """Stripe layouts per directory where every file of the job there gets
     the same one, else per file; the size follows an agreed striping_unit."""
-    unit = plan.hints.get("striping_unit", (0, ""))[0]
     by_dir: dict = {}
     for f in plan.job.files:
         by_dir.setdefault(os.path.dirname(f.path) or ".", []).append(f.path)
     for fix, asked_by in pending:
         count, size, code = plan.stripes[fix.path]
+        unit = plan.for_file(fix.path).get("striping_unit")
         size = int(unit) if unit else size
         directory = os.path.dirname(fix.path) or "."
         layouts = {plan.stripes.get(p, (None, None, None))[:2] for p in by_dir[directory]}

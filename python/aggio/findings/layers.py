@@ -25,6 +25,20 @@ def wanted_stripes(nprocs: int) -> int:
     return max(2, min(nprocs or 2, 16))
 
 
+def fit_aggregators(f, want: int, limit: int = 0) -> int:
+    """An aggregator count near `want` (at most `limit`) that fits the file's
+    stripes: a multiple of the stripe count, or a divisor of it (every
+    finding that proposes cb_nodes for a striped file goes through this, so
+    that their proposals agree with AGG-AGGREGATORS)."""
+    s = f.stripe_count
+    want = max(1, min(want, limit) if limit else want)
+    if not s or want % s == 0 or s % want == 0:
+        return want
+    if want > s:
+        return want - want % s
+    return max(d for d in range(1, want + 1) if s % d == 0)
+
+
 def _listed(ranks) -> list:
     return list(ranks[:MAX_LISTED]) + (["..."] if len(ranks) > MAX_LISTED else [])
 
@@ -99,7 +113,7 @@ def _aggregator_fixes(f, agg, problems):
     a, b, s, u = len(agg.ranks), agg.buffer_size, f.stripe_count, f.stripe_size
     hints = {}
     if s and a % s and s % a:
-        hints["cb_nodes"] = s
+        hints["cb_nodes"] = fit_aggregators(f, a, agg.callers)
     if u and b and b % u and u % b:
         hints["cb_buffer_size"] = -(-b // u) * u
     return hint_fixes(hints, f.path) + fixes if hints else fixes
@@ -233,8 +247,11 @@ def _overhead_finding(job, f, ov):
     sieving = pr is not None and pr.read_modify_write
     fixes = []
     if coll:
-        fixes += hint_fixes({"romio_cb_write": "enable", "cb_nodes": wanted_stripes(job.nprocs)},
-                            f.path)
+        agg = xl.aggregators(job, job.files.index(f))
+        want = 2 * len(agg.ranks) if agg else wanted_stripes(job.nprocs)
+        fixes += hint_fixes({"romio_cb_write": "enable",
+                             "cb_nodes": fit_aggregators(f, want, xl.mpiio_callers(
+                                 job, job.files.index(f)))}, f.path)
     elif sieving:
         fixes += hint_fixes({"romio_ds_write": "disable"}, f.path)
     fixes += [Fix("code", "MPI_File_set_atomicity(fh, 0);   /* no per-call locks */\n"

@@ -175,8 +175,12 @@ def size_distribution(job: Job) -> tuple[dict, str]:
                              "x": SIZE_BIN_LABELS, "y": hist.tolist()})
     if not data:
         return {}, ""
+    top = max(max(d["y"]) for d in data)
+    # a log axis starts at the smallest bar unless told: start below 1 so that
+    # every bar shows its height
     layout = {"barmode": "group", "xaxis": {"title": {"text": "request size (bytes)"}},
-              "yaxis": {"title": {"text": "requests"}, "type": "log"}, "height": 360,
+              "yaxis": {"title": {"text": "requests"}, "type": "log",
+                        "range": [-0.3, float(np.log10(max(top, 1)) + 0.3)]}, "height": 360,
               "margin": {"t": 30}}
     src = "counters" if not job.has_ops else "operations"
     return {"data": data, "layout": layout}, f"Request sizes per layer (from {src})."
@@ -201,7 +205,8 @@ def spatial_map(job: Job, max_points: int) -> tuple[dict, str]:
                                     "symbol": "circle" if kind == WRITE else "x"},
                          "hovertemplate": "t %{x:.6f} s<br>offset %{y}<br>rank %{marker.color}<extra></extra>"})
     layout = {"xaxis": {"title": {"text": "seconds"}}, "yaxis": {"title": {"text": "file offset (bytes)"}},
-              "height": 420, "margin": {"t": 30}, "hovermode": "closest"}
+              "height": 420, "margin": {"t": 30}, "hovermode": "closest",
+              "legend": {"orientation": "h", "y": -0.2}}
     note = ("File offsets of POSIX requests by time, coloured by rank (all files)."
             if step == 1 else
             f"Sampled: every {step}th of {len(d):,} requests is drawn (uniform stride).")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from .. import analysis, hintforms
+from .. import analysis
 from ..findings.base import FIX_LABELS, fmt_bytes
 from ..findings.balance import rank_io_time
 from ..model import KIND_NAMES, LAYER_NAMES, MPIIO, POSIX, STDIO, Job
@@ -131,12 +131,12 @@ def _fix_html(label, text) -> str:
 
 def _combined_html(i, job) -> str:
     plan = job.__dict__.get("fix_plan")
-    hints = plan.combined() if plan else {}
-    if not hints:
+    forms = plan.forms() if plan else []
+    if not forms:
         return ""
-    fixes = "".join(_fix_html(FIX_LABELS[kind], text) for kind, text in hintforms.forms(hints))
-    return (f"<details class='combined' id='combined-{i}'><summary>All the hints above in one "
-            f"line (each hint has one value in this report)</summary>{fixes}</details>")
+    fixes = "".join(_fix_html(FIX_LABELS[kind], text) for kind, text in forms)
+    return (f"<details class='combined' id='combined-{i}'><summary>All the hints above at "
+            f"once (one value per file)</summary>{fixes}</details>")
 
 
 def _ev(v):
