@@ -115,9 +115,11 @@ def _busy_ranks(nbytes: dict) -> list:
 def _from_ops(job, index, callers):
     f = job.files[index]
     p = file_ops(job, index, POSIX)
-    dur = p["t_end"] - p["t_start"]
-    ranks = np.unique(p["rank"])
-    nbytes = {int(r): int(p["length"][p["rank"] == r].sum()) for r in ranks}
+    ranks, inv = np.unique(p["rank"], return_inverse=True)
+    nbytes_a = np.bincount(inv, weights=p["length"].astype(np.float64))
+    seconds = np.bincount(inv, weights=p["t_end"] - p["t_start"])
+    calls = np.bincount(inv)
+    nbytes = {int(r): int(b) for r, b in zip(ranks, nbytes_a)}
     chosen = _busy_ranks(nbytes)
     if job.kind == "aggio-trace" and f.aggregators:
         chosen = sorted(set(chosen) | (set(f.aggregators) & set(nbytes)))
@@ -125,11 +127,11 @@ def _from_ops(job, index, callers):
     agg = Aggregators(f.path, index, chosen, callers,
                       "aggio trace" if job.kind == "aggio-trace" else "Darshan DXT",
                       share=sum(nbytes[r] for r in chosen) / total if total else 0.0)
+    at = {int(r): i for i, r in enumerate(ranks)}
     for r in chosen:
-        sel = p["rank"] == r
         agg.bytes[r] = nbytes[r]
-        agg.seconds[r] = float(dur[sel].sum())
-        agg.calls[r] = int(sel.sum())
+        agg.seconds[r] = float(seconds[at[r]])
+        agg.calls[r] = int(calls[at[r]])
     return agg
 
 
@@ -422,13 +424,46 @@ def _collective_parts(job: Job, index: int):
     return api, k, posix, np.where(owner >= 0, k[np.maximum(owner, 0)], -1)
 
 
+@dataclass
+class CallTable:
+    """Every collective call of a file, one entry per call (arrays)."""
+    start: np.ndarray
+    end: np.ndarray
+    bytes: np.ndarray
+    calls_with_posix: int
+
+    def __len__(self) -> int:
+        return len(self.start)
+
+    @property
+    def seconds(self) -> np.ndarray:
+        return self.end - self.start
+
+    def slowest(self) -> int:
+        return int(np.argmax(self.seconds)) if len(self) else -1
+
+
+def call_table(job: Job, index: int) -> CallTable:
+    """Start, end and bytes of each collective call (vectorised: one pass)."""
+    api, k, _, pk = _collective_parts(job, index)
+    n = int(k.max()) + 1 if len(k) else 0
+    start, end = np.full(n, np.inf), np.full(n, -np.inf)
+    np.minimum.at(start, k, api["t_start"])
+    np.maximum.at(end, k, api["t_end"])
+    nbytes = np.bincount(k, weights=api["length"].astype(np.float64), minlength=n)
+    return CallTable(start, end, nbytes.astype(np.int64), len(np.unique(pk[pk >= 0])))
+
+
+def collective_call(job: Job, index: int, number: int) -> CollectiveCall:
+    """Collective call `number` of a file with what it caused at POSIX."""
+    api, posix = call_ops(job, index, number)
+    return make_call(index, number, api, posix)
+
+
 def collective_calls(job: Job, index: int) -> list[CollectiveCall]:
-    """Every collective call of the file, with what it caused at POSIX."""
-    api, k, posix, pk = _collective_parts(job, index)
-    calls = []
-    for n in range(int(k.max()) + 1 if len(k) else 0):
-        calls.append(_call(index, n, api[k == n], posix[pk == n]))
-    return calls
+    """Every collective call in detail (one pass per call: for small inputs;
+    call_table() summarises any number of calls)."""
+    return [collective_call(job, index, n) for n in range(len(call_table(job, index)))]
 
 
 def call_ops(job: Job, index: int, number: int) -> tuple[np.ndarray, np.ndarray]:
@@ -438,12 +473,12 @@ def call_ops(job: Job, index: int, number: int) -> tuple[np.ndarray, np.ndarray]
     return api[k == number], posix[pk == number]
 
 
-def _call(index, n, part, posix) -> CollectiveCall:
+def make_call(index, n, part, posix) -> CollectiveCall:
     call = CollectiveCall(index, n, int(np.bincount(part["kind"]).argmax()),
                           float(part["t_start"].min()), float(part["t_end"].max()))
-    for op in part:
-        call.senders[int(op["rank"])] = (int(op["length"]), float(op["t_start"]),
-                                         float(op["t_end"]))
+    for r, b, t0, t1 in zip(part["rank"].tolist(), part["length"].tolist(),
+                            part["t_start"].tolist(), part["t_end"].tolist()):
+        call.senders[r] = (b, t0, t1)
     if len(posix):
         _add_writers(call, posix)
     return call
@@ -460,15 +495,18 @@ def _add_writers(call, p):
             "end": float(q["t_end"].max())}
 
 
-def slowest_call(calls: list[CollectiveCall]) -> CollectiveCall | None:
-    return max(calls, key=lambda c: c.seconds) if calls else None
-
-
-def last_finisher_counts(calls: list[CollectiveCall]) -> dict:
-    """rank -> in how many calls that aggregator's POSIX I/O ended last."""
-    out = {}
-    for c in calls:
-        if len(c.writers) >= 2:
-            r = max(c.writers, key=lambda w: c.writers[w]["end"])
-            out[r] = out.get(r, 0) + 1
-    return out
+def last_finishers(job: Job, index: int) -> tuple[dict, int]:
+    """({aggregator rank: calls in which its POSIX I/O ended last}, calls with
+    at least two aggregators), over all collective calls (vectorised)."""
+    _, _, posix, pk = _collective_parts(job, index)
+    p, k = posix[pk >= 0], pk[pk >= 0]
+    if not len(p):
+        return {}, 0
+    order = np.lexsort((p["t_end"], k))
+    p, k = p[order], k[order]
+    last = np.r_[k[1:] != k[:-1], True]                 # the last op of each call
+    writers = np.unique(np.stack([k, p["rank"]]), axis=1)
+    per_call = np.bincount(writers[0])
+    several = per_call[k[last]] >= 2
+    ranks, counts = np.unique(p["rank"][last][several], return_counts=True)
+    return {int(r): int(c) for r, c in zip(ranks, counts)}, int(several.sum())

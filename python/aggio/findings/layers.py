@@ -182,11 +182,12 @@ def _slow_agg_finding(job, f, agg, rank, median):
            + f" spent {seconds:.3f} s in POSIX I/O on {f.path}, {seconds / max(median, 1e-12):.1f}x "
            f"the median aggregator ({median:.3f} s)")
     if job.has_ops:
-        last = xl.last_finisher_counts(xl.collective_calls(job, job.files.index(f)))
+        last, calls = xl.last_finishers(job, job.files.index(f))
         if last.get(rank):
             evidence["last_to_finish_in_calls"] = last[rank]
-            evidence["collective_calls"] = sum(last.values())
-            msg += f"; it finished last in {last[rank]} of {sum(last.values())} collective calls, which all waited for it"
+            evidence["collective_calls"] = calls
+            msg += (f"; it finished last in {last[rank]} of {calls} collective calls, which all "
+                    "waited for it")
     if abs(evidence["bytes"] - evidence["median_aggregator_bytes"]) <= 0.1 * max(evidence["bytes"], 1):
         msg += "; it moved as many bytes as the others, so its node, network link or OST is slow"
     fixes = [Fix("env", f"lfs getstripe {f.path}   # which OSTs; then lfs df -h: a full or slow OST?",

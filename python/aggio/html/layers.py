@@ -79,20 +79,21 @@ def translation_html(i: int, job: Job, call: int | None) -> str:
     if not job.has_ops:
         return ""
     for index, f in sorted(enumerate(job.files), key=lambda x: -x[1].bytes):
-        calls = xl.collective_calls(job, index)
-        if calls:
-            return _translation(i, job, index, calls, call)
+        table = xl.call_table(job, index)
+        if len(table):
+            return _translation(i, job, index, table, call)
     return ""
 
 
-def _translation(i, job, index, calls, wanted) -> str:
+def _translation(i, job, index, table, wanted) -> str:
     title = "Translation of one collective call: MPI-IO to POSIX"
-    if wanted is not None and not 0 <= wanted < len(calls):
+    if wanted is not None and not 0 <= wanted < len(table):
         return (f"<h3>{e(title)}</h3><div class='note' id='translation-{i}'>--call {wanted}: "
-                f"{e(job.files[index].path)} has collective calls 0 to {len(calls) - 1}.</div>")
-    c = calls[wanted] if wanted is not None else xl.slowest_call(calls)
-    why = "chosen with --call" if wanted is not None else f"the slowest of {len(calls)}"
-    api, posix = xl.call_ops(job, index, c.number)
+                f"{e(job.files[index].path)} has collective calls 0 to {len(table) - 1}.</div>")
+    number = wanted if wanted is not None else table.slowest()
+    why = "chosen with --call" if wanted is not None else f"the slowest of {len(table)}"
+    api, posix = xl.call_ops(job, index, number)
+    c = xl.make_call(index, number, api, posix)
     note = (f"Call {c.number} on {job.files[index].path} ({why}): "
             f"{KIND_NAMES[c.kind]} of {fmt_bytes(c.bytes)} by {len(c.senders)} ranks, "
             f"{c.seconds * 1e3:.3f} ms from the first rank's entry to the last rank's exit; "
