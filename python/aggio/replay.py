@@ -115,7 +115,7 @@ def add_replay_arguments(parser) -> None:
     parser.add_argument("--scale", type=positive_float, metavar="F",
                         help="bytes per rank = the log's x F (still within --max-bytes)")
     parser.add_argument("--file", metavar="PATH", help="the file of the log to replay "
-                        "(default: the one with the most bytes)")
+                        "(default: the one with the most bytes written, else read)")
     parser.add_argument("--record", type=positive_int, metavar="SIZE",
                         help="the calls go through a file view dealing records of SIZE bytes "
                              "over the ranks (ior-hard: 47008); the log cannot show a view")
