@@ -33,6 +33,10 @@ AGGIO_CANDIDATES = (
 # Open MPI's two MPI-IO implementations: its default (OMPIO) and ROMIO.
 OPENMPI_IO = (("Open MPI ROMIO", ["--mca", "io", "romio321"]),)
 MIN_BYTES = 64 << 20
+PASTE_LABELS = {"aggio-hints": "aggio", "cray-hints": "Cray MPICH",
+                "romio-hints": "or a hints file (export AGGIO_HINTS_FILE=<file> for aggio, "
+                               "ROMIO_HINTS=<file> for ROMIO)",
+                "needs": "needs", "launcher": "launcher options"}
 
 
 @dataclass
@@ -226,7 +230,8 @@ def render(result: dict) -> str:
                      + ("" if result["clear"] else
                         " (its slowest run is not faster than the default's fastest: "
                         "within this machine's noise, run with more --reps)"))
-        for label, text in result["paste"]:
+        for kind, text in result["paste"]:
+            label = PASTE_LABELS.get(kind, kind)
             lines.append(f"  {label}: {text}" if "\n" not in text else
                          f"  {label}:\n" + "\n".join("      " + t for t in text.splitlines()))
         if result["aggio_run"]:
