@@ -37,8 +37,8 @@ def file_uses(job, f) -> frozenset:
             out.add("independent")
     elif f.layers.get(STDIO) is not None and f.layers[STDIO].ops:
         out.add("stdio")
-    elif f.layers.get(POSIX) is not None:
-        out.add("posix-only")
+    elif f.layers.get(POSIX) is not None and not out & {"hdf5", "pnetcdf"}:
+        out.add("posix-only")    # the program's own POSIX calls, not a library's
     if f.stripe_count or job.fstype == "lustre" or "LUSTRE" in job.modules:
         out.add("lustre")
     return frozenset(out)

@@ -78,7 +78,8 @@ def misaligned(job: Job, th) -> list[Finding]:
                f"({pct(total.file_not_aligned, ops)}%) do not start at a multiple of "
                f"{fmt_bytes(align) if align else 'the file-system block'}")
         fixes = hint_fixes({"striping_unit": stripe, "romio_cb_write": "enable"})
-        fixes.append(Fix("code", f"H5Pset_alignment(fapl, 0, {stripe});  /* HDF5: align objects to the stripe */",
+        unit = "stripe" if striped else "file-system block"
+        fixes.append(Fix("code", f"H5Pset_alignment(fapl, 0, {stripe});  /* HDF5: align objects to the {unit} */",
                          needs=frozenset({"hdf5"})))
         fixes.append(transfer_size_fix(job, stripe, "at offsets that are multiples of it"))
         out.append(Finding("AGG-MISALIGNED", "high", "Misaligned file requests", msg,
