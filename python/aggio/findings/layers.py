@@ -1,5 +1,6 @@
-"""Findings that join the layers (crosslayer.py): who the collective-buffering
-aggregators are and whether they fit the file system, a single aggregator,
+"""Findings that join the layers (the crosslayer package): who the
+collective-buffering aggregators are and whether they fit the file system, a
+single aggregator,
 a straggling aggregator, MPI-IO time far beyond its POSIX time, and POSIX
 reads that are the MPI-IO library's read-modify-write, not the program's."""
 from __future__ import annotations
