@@ -199,8 +199,10 @@ def _figures_html(i, job: Job, th, call) -> str:
         out.append(_figure(f"timeline-{i}", "Operation timeline per rank (MPI-IO above POSIX)",
                            *figures.timeline(job, max_points), "time rank"))
     else:
+        why = ("its DXT records were lost (see the damage note above)"
+               if any("DXT" in d for d in job.damaged) else "Darshan without DXT")
         out.append(f"<h3>Operation timeline</h3><div class='note' id='timeline-{i}'>This input "
-                   "has no per-operation data (Darshan without DXT): the timeline, the spatial "
+                   f"has no per-operation data ({why}): the timeline, the spatial "
                    "map and per-operation stragglers need DXT (DXT_ENABLE_IO_TRACE=1) or an "
                    "aggio trace (hint aggio_trace).</div>")
     out.append(aggregators_html(i, job))
