@@ -23,6 +23,9 @@ from .pattern import Pattern, PatternError, detect
 from .sources import InputError, load_jobs
 
 DEFAULT_MAX_BYTES = 256 << 20
+# Scaling up stops at this many requests in all (or the log's own count, if
+# larger): 64 MiB of 1-byte reads would take hours.
+MAX_SCALED_REQUESTS = 500_000
 
 LIMITS = ("A replay reproduces one file's requests - sizes, offsets by rank, collective or "
           "independent calls, fsync - back to back.  It does not reproduce the compute time "
@@ -74,7 +77,8 @@ def build(pattern: Pattern, nranks: int | None = None, max_bytes: int = DEFAULT_
     n = nranks or max(1, min(pattern.ranks, os.cpu_count() or 1))
     want = pattern.bytes_per_rank * (scale or 1.0)
     if not scale and min_bytes and want * n < min_bytes:
-        want = min_bytes / n
+        requests = max(MAX_SCALED_REQUESTS, pattern.requests)
+        want = max(want, min(min_bytes / n, requests * pattern.transfer / n))
     per_rank = min(want, max_bytes / n) if max_bytes else want
     t = pattern.transfer
     if pattern.layout == "strided":
@@ -91,8 +95,8 @@ def build(pattern: Pattern, nranks: int | None = None, max_bytes: int = DEFAULT_
                  f"{fmt_bytes(max_bytes)}; --max-bytes changes it)")
     elif ratio > 1.001:
         note += (f" (scaled up {ratio:.3g}x" + (" as --scale asks)" if scale else
-                 f" to {fmt_bytes(min_bytes)}, so that a run lasts long enough to measure; "
-                 "--min-bytes changes it)"))
+                 f" towards {fmt_bytes(min_bytes)} (at most {MAX_SCALED_REQUESTS:,} requests), "
+                 "so that a run lasts long enough to measure; --min-bytes changes it)"))
     return Replay(pattern, n, block, segments, note, list(pattern.notes))
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
+import shutil
 import statistics
 import sys
 from dataclasses import dataclass, field
@@ -195,7 +196,6 @@ def paste(best: Config, rp) -> list:
 
 def _aggio_run(best, rp) -> str:
     """The aggio-run line for unmodified programs, once aggio-run exists."""
-    import shutil
     if best.api != "AGGIO":
         return ""
     if not shutil.which("aggio-run"):
