@@ -15,10 +15,24 @@ class InputError(ValueError):
     """An input file cannot be read."""
 
 
+def check_inputs(paths: list[str]) -> None:
+    """Raises InputError naming each input that is not a readable file."""
+    problems = []
+    for p in paths:
+        if os.path.isdir(p):
+            problems.append(f"{p}: is a directory (give the log or trace files in it)")
+        elif not os.path.exists(p):
+            problems.append(f"{p}: no such file")
+        elif not os.path.isfile(p):
+            problems.append(f"{p}: not a regular file")
+        elif not os.access(p, os.R_OK):
+            problems.append(f"{p}: permission denied")
+    if problems:
+        raise InputError("; ".join(problems))
+
+
 def load_jobs(paths: list[str]) -> list[Job]:
-    missing = [p for p in paths if not os.path.isfile(p)]
-    if missing:
-        raise InputError(f"no such file: {', '.join(missing)}")
+    check_inputs(paths)
     traces = [p for p in paths if is_trace(p)]
     others = [p for p in paths if p not in traces]
     jobs = []

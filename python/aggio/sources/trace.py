@@ -42,6 +42,10 @@ def load_traces(paths: list[str]) -> Job:
                              "are exact at the POSIX layer only)")
         job.nprocs = max(job.nprocs, tr.nranks)
         job.hints.update(tr.meta.get("hints") or {})
+        if not job.rank_node and tr.nranks:
+            job.rank_node = {r: int(n) for r, n in enumerate(tr.ranks["node"])}
+            job.node_names = [str(n) for n in tr.meta.get("nodes") or []]
+        job.fstype = job.fstype or str(tr.meta.get("fstype") or "")
     job.ops = np.concatenate(parts) if parts else np.zeros(0, OPS)
     _fill_stats(job)
     if len(job.ops):
