@@ -35,6 +35,7 @@ struct slot {
   int job;             /* QUEUED/BUSY: enum job */
   int pins;            /* ranks copying into or out of it now */
   int valid;           /* bytes [0, valid_len) are the file's (loaded or written) */
+  int stale;           /* BUSY loading: forgotten meanwhile, drop the result */
   int64_t valid_len;
   int64_t block;       /* block index, -1 when FREE */
   uint64_t used;       /* clock of the last use (least recently used goes first) */
@@ -120,7 +121,21 @@ static void reset(struct slot *s) {
   s->block = -1;
   s->nruns = 0;
   s->valid = 0;
+  s->stale = 0;
   s->valid_len = 0;
+}
+
+/* A loaded copy that ends short of its block also says where the file
+ * ended; any write may move that end, so such copies go (locked). */
+static void drop_short(struct aggio__cache *c) {
+  for (int i = 0; i < c->nslots; i++) {
+    struct slot *s = &c->sh->slot[i];
+    if (s->state == OPEN && s->valid && s->valid_len < c->block) {
+      s->valid = 0;
+      if (s->nruns == 0 && s->pins == 0)
+        reset(s);
+    }
+  }
 }
 
 static void claim(struct aggio__cache *c, struct slot *s, int64_t block) {
@@ -215,9 +230,11 @@ static int work(struct aggio__cache *c, struct slot *s, int flags, struct aggio_
     } else {
       reset(s);
     }
-  } else if (rc == 0) {
+  } else if (rc == 0 && !s->stale) {
     s->state = OPEN;
     s->valid = 1;
+  } else if (rc == 0) {
+    reset(s); /* forgotten while it loaded: the file may have changed since */
   } else {
     if (e && e->code == 0)
       *e = mine;
@@ -316,6 +333,11 @@ static struct slot *slot_for_write(struct aggio__cache *c, int64_t block, int64_
 }
 
 void aggio__cache_put(struct aggio__cache *c, int64_t off, int64_t len, const char *src) {
+  if (len > 0) {
+    pthread_mutex_lock(&c->sh->lock);
+    drop_short(c);
+    pthread_mutex_unlock(&c->sh->lock);
+  }
   while (len > 0) {
     int64_t block = off / c->block, a = off - block * c->block;
     int64_t n = len < c->block - a ? len : c->block - a;
@@ -449,16 +471,24 @@ static void write_out(struct aggio__cache *c, int64_t first, int64_t last) {
   }
 }
 
-/* Forgets loaded copies in [first, last]; written runs stay (locked). */
+/* Forgets loaded copies in [first, last], and loads queued or under way
+ * there; written runs stay (locked). */
 static void drop_clean(struct aggio__cache *c, int64_t first, int64_t last) {
   for (int i = 0; i < c->nslots; i++) {
     struct slot *s = &c->sh->slot[i];
-    if (s->state != OPEN || s->block < first || s->block > last)
+    if (s->state == FREE || s->block < first || s->block > last)
+      continue;
+    if (s->state == QUEUED && s->job == JOB_LOAD)
+      reset(s);
+    else if (s->state == BUSY && s->job == JOB_LOAD)
+      s->stale = 1;
+    if (s->state != OPEN)
       continue;
     s->valid = 0;
     if (s->nruns == 0 && s->pins == 0)
       reset(s);
   }
+  pthread_cond_broadcast(&c->sh->cond);
 }
 
 void aggio__cache_flush(struct aggio__cache *c, int drop) {
@@ -484,8 +514,10 @@ void aggio__cache_settle(struct aggio__cache *c, int64_t off, int64_t len, int w
   int64_t first = off / c->block, last = (off + len - 1) / c->block;
   pthread_mutex_lock(&c->sh->lock);
   write_out(c, first, last);
-  if (writing)
+  if (writing) {
     drop_clean(c, first, last);
+    drop_short(c);
+  }
   pthread_mutex_unlock(&c->sh->lock);
 }
 
@@ -494,35 +526,24 @@ void aggio__cache_forget(struct aggio__cache *c, int64_t lo, int64_t hi) {
     return;
   pthread_mutex_lock(&c->sh->lock);
   drop_clean(c, lo / c->block, (hi - 1) / c->block);
+  drop_short(c);
   pthread_mutex_unlock(&c->sh->lock);
 }
 
-int64_t aggio__cache_flags(struct aggio__cache *c) {
-  int64_t flags = 0;
-  pthread_mutex_lock(&c->sh->lock);
-  for (int i = 0; i < c->nslots; i++) {
-    const struct slot *s = &c->sh->slot[i];
-    if (dirty(s))
-      flags |= AGGIO_SF_CACHE_DIRTY;
-    if (s->state != FREE && (s->valid || s->job == JOB_LOAD))
-      flags |= AGGIO_SF_CACHE_CLEAN;
-  }
-  pthread_mutex_unlock(&c->sh->lock);
-  return flags;
-}
-
-int64_t aggio__cache_dirty_end(struct aggio__cache *c) {
-  int64_t end = 0;
+void aggio__cache_held(struct aggio__cache *c, int64_t *flags, int64_t *lo, int64_t *hi) {
   pthread_mutex_lock(&c->sh->lock);
   for (int i = 0; i < c->nslots; i++) {
     const struct slot *s = &c->sh->slot[i];
     if (dirty(s) && s->nruns > 0) {
-      int64_t e = s->block * c->block + s->run[s->nruns - 1][1];
-      end = e > end ? e : end;
+      int64_t base = s->block * c->block;
+      *flags |= AGGIO_SF_CACHE_DIRTY;
+      *lo = base + s->run[0][0] < *lo ? base + s->run[0][0] : *lo;
+      *hi = base + s->run[s->nruns - 1][1] > *hi ? base + s->run[s->nruns - 1][1] : *hi;
     }
+    if (s->state != FREE && (s->valid || s->job == JOB_LOAD))
+      *flags |= AGGIO_SF_CACHE_CLEAN;
   }
   pthread_mutex_unlock(&c->sh->lock);
-  return end;
 }
 
 int aggio__cache_error(struct aggio__cache *c, struct aggio__err *e) {

@@ -66,10 +66,9 @@ void aggio__cache_settle(struct aggio__cache *c, int64_t off, int64_t len, int w
  * writes there); written data stays. */
 void aggio__cache_forget(struct aggio__cache *c, int64_t lo, int64_t hi);
 
-/* What the cache holds: AGGIO_SF_CACHE_DIRTY / _CLEAN flags. */
-int64_t aggio__cache_flags(struct aggio__cache *c);
-/* End of the written data the cache holds (0 when none). */
-int64_t aggio__cache_dirty_end(struct aggio__cache *c);
+/* What the cache holds: ORs AGGIO_SF_CACHE_DIRTY / _CLEAN into *flags and
+ * widens [*lo, *hi) to cover the written data it holds. */
+void aggio__cache_held(struct aggio__cache *c, int64_t *flags, int64_t *lo, int64_t *hi);
 /* A failure of a deferred write that this rank has not reported yet:
  * fills e and returns its code, else 0. */
 int aggio__cache_error(struct aggio__cache *c, struct aggio__err *e);

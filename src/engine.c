@@ -233,21 +233,29 @@ void aggio__op_init(struct aggio__op *op, aggio_file fh, int collective, int blo
 /* Strategies that keep data between calls say what they hold, and report
  * a deferred failure (an earlier write-behind that failed) as this rank's
  * error, so that the agreement below spreads it. */
-static int64_t contributions(aggio_file fh, struct aggio__err *e) {
-  int64_t flags = fh->opened ? 0 : AGGIO_SF_NOT_OPENED;
+static void contributions(aggio_file fh, struct aggio__call_summary *mine,
+                          struct aggio__err *e) {
   for (int i = 0; i < AGGIO_NSTRATEGIES; i++) {
     const struct aggio__strategy_ops *s = aggio__strategy_at(i);
     if (s && s->contribute && (fh->strategy_ready & (1u << i)))
-      s->contribute(fh, fh->strategy_state[i], &flags, e);
+      s->contribute(fh, fh->strategy_state[i], mine, e);
   }
-  return flags;
 }
 
 static int step_summarize(struct aggio__op *op) {
   aggio_file fh = op->fh;
-  int64_t flags = contributions(fh, &op->err);
+  struct aggio__err held = {0};
+  struct aggio__call_summary c = {.held_lo = INT64_MAX};
+  contributions(fh, &c, &held);
+  if (held.code != 0 && op->err.code == 0)
+    op->err = held;
   aggio__summary_mine(&op->mine, &op->acc.file, op->acc.nbytes,
-                      aggio__err_encode(op->err.code, fh->rank), flags);
+                      aggio__err_encode(op->err.code, fh->rank),
+                      c.flags | (fh->opened ? 0 : AGGIO_SF_NOT_OPENED) |
+                          (fh->wrote_alone ? AGGIO_SF_INDEPENDENT : 0));
+  fh->wrote_alone = 0;
+  op->mine.held_lo = c.held_lo;
+  op->mine.held_hi = c.held_hi;
   aggio__then(op, step_decide, AGGIO_P_PLAN);
   return aggio__op_allreduce(op, &op->mine, &op->sum, 1, fh->summary_type,
                              fh->summary_op, fh->comm, AGGIO_P_AGREE);
@@ -362,6 +370,7 @@ static int step_independent(struct aggio__op *op) {
   }
   if (op->err.code != 0)
     return aggio__then(op, NULL, AGGIO_P_WRITE);
+  fh->wrote_alone |= op->acc.is_write;
   return aggio__then(op, aggio__independent_io, op->acc.is_write ? AGGIO_P_WRITE : AGGIO_P_READ);
 }
 

@@ -36,6 +36,7 @@ enum { AGGIO_STEP_NEXT = 0, AGGIO_STEP_PENDING = 1 };
 #define AGGIO_SF_CACHE_DIRTY 1 /* a node holds written data not yet in the file */
 #define AGGIO_SF_CACHE_CLEAN 2 /* a node holds data it read (read-ahead) */
 #define AGGIO_SF_NOT_OPENED 4  /* a rank did not open the file (romio_no_indep_rw) */
+#define AGGIO_SF_INDEPENDENT 8 /* a rank wrote independently since its last collective call */
 
 struct aggio__op;
 typedef int (*aggio__step_fn)(struct aggio__op *op);

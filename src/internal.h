@@ -95,6 +95,7 @@ struct aggio_file_s {
   int opened;             /* this rank opened the file (romio_no_indep_rw: only
                            * aggregators and rank 0 do) */
   int atomic;             /* MPI atomic mode (aggio_file_set_atomicity) */
+  int wrote_alone;        /* an independent write since the last collective call */
   const struct aggio__storage_ops *store; /* the storage edge (storage.h) */
   void *store_state;      /* the back end's own state */
   struct aggio__faults *faults; /* AGGIO_FAULTS for tests, or NULL */
@@ -175,9 +176,11 @@ struct aggio__strategy_ops {
   /* Begins an agreed collective operation: sets op's first step. */
   int (*start)(struct aggio__op *op);
   /* Strategies that keep data between calls (write-behind): */
-  /* flags for the operation summary (AGGIO_SF_*) and a deferred error to
-   * report; called at the start of every collective operation */
-  void (*contribute)(aggio_file fh, void *state, int64_t *flags, struct aggio__err *e);
+  /* what it holds, into this rank's summary (flags AGGIO_SF_*, the range
+   * of written data held), and a deferred error to report; called at the
+   * start of every collective operation */
+  void (*contribute)(aggio_file fh, void *state, struct aggio__call_summary *mine,
+                     struct aggio__err *e);
   /* writes out what it holds and forgets what it read; local part of a
    * collective flush (sync, close, set_size, atomic mode, a strategy switch) */
   int (*flush)(aggio_file fh, void *state, struct aggio__err *e);

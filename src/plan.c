@@ -360,6 +360,7 @@ void aggio__summary_mine(struct aggio__call_summary *s, const struct aggio__exte
   memset(s, 0, sizeof *s);
   s->err = err;
   s->lo = INT64_MAX;
+  s->held_lo = INT64_MAX;
   s->flags = flags;
   if (err || bytes <= 0 || file->n == 0)
     return;
@@ -386,6 +387,8 @@ void aggio__summary_merge(const struct aggio__call_summary *in,
   io->span += in->span;
   io->ranks += in->ranks;
   io->flags |= in->flags;
+  io->held_lo = min64(in->held_lo, io->held_lo);
+  io->held_hi = max64(in->held_hi, io->held_hi);
 }
 
 int aggio__summary_interleaved(const struct aggio__call_summary *s) {

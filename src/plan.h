@@ -28,8 +28,10 @@ struct aggio__call_summary {
   int64_t span;        /* SUM of (hi - lo) per rank: > hi - lo when ranges overlap */
   int64_t ranks;       /* SUM of ranks with data */
   int64_t flags;       /* OR of AGGIO_SF_* (engine.h) */
+  int64_t held_lo;     /* MIN of the first byte of written data held in node caches */
+  int64_t held_hi;     /* MAX of the end of it (held_lo = INT64_MAX, held_hi = 0: none) */
 };
-#define AGGIO_SUMMARY_FIELDS 9
+#define AGGIO_SUMMARY_FIELDS 11
 
 /* This rank's summary of `file` (sorted ranges, `bytes` in all). */
 void aggio__summary_mine(struct aggio__call_summary *s, const struct aggio__extents *file,

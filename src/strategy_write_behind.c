@@ -30,6 +30,12 @@ struct wb_file {
   MPI_Comm comm;          /* the ranks sharing the cache */
 };
 
+/* More than one cache holds this file's data: one per node, or one per
+ * rank without shared memory. */
+static int several_caches(aggio_file fh) {
+  return fh->hints.node_shm.num == AGGIO_DISABLE ? fh->nprocs > 1 : fh->nnodes > 1;
+}
+
 static struct aggio__cache *cache_of(aggio_file fh) {
   struct wb_file *f = fh->strategy_state[aggio__strategy_write_behind.id];
   return f ? f->cache : NULL;
@@ -115,7 +121,7 @@ static void lend_waits(struct aggio__op *op, struct aggio__cache *c) {
 static int wb_write(struct aggio__op *op) {
   aggio_file fh = op->fh;
   struct aggio__cache *c = cache_of(fh);
-  if (fh->nnodes > 1)
+  if (several_caches(fh))
     aggio__cache_forget(c, op->sum.lo, op->sum.hi);
   const struct aggio__access *acc = &op->acc;
   int64_t spos = 0;
@@ -168,7 +174,36 @@ static int write_out_then_read(struct aggio__op *op) {
                              op->fh->comm, AGGIO_P_AGREE);
 }
 
+static int write_after_settle(struct aggio__op *op) {
+  if (op->err.code == 0 && aggio__err_decode(op->agreed[0], &op->err) != 0)
+    return aggio__then(op, NULL, AGGIO_P_AGREE);
+  return aggio__then(op, op->err.code ? NULL : wb_write, AGGIO_P_EXCHANGE);
+}
+
+/* Several nodes, and some hold written data where this call writes: that
+ * data reaches the file before any node takes the new data, so that the
+ * later call's bytes win whichever node's cache is written out first (as
+ * they do with two-phase I/O, which MPI does not require without a sync). */
+static int settle_then_write(struct aggio__op *op) {
+  struct aggio__cache *c = cache_of(op->fh);
+  aggio__cache_settle(c, op->sum.lo, op->sum.hi - op->sum.lo, 1);
+  aggio__cache_error(c, &op->err);
+  lend_waits(op, c);
+  op->agreed[0] = aggio__err_encode(op->err.code, op->fh->rank);
+  aggio__then(op, write_after_settle, AGGIO_P_AGREE);
+  return aggio__op_allreduce(op, MPI_IN_PLACE, op->agreed, 1, MPI_INT64_T, MPI_MIN,
+                             op->fh->comm, AGGIO_P_AGREE);
+}
+
 static int wb_start(struct aggio__op *op) {
+  const struct aggio__call_summary *s = &op->sum;
+  /* Another rank wrote on its own since: loaded copies may be stale.  MPI
+   * asks for a sync before they must be seen; two-phase I/O shows them at
+   * once, and so does this. */
+  if ((s->flags & AGGIO_SF_INDEPENDENT) && several_caches(op->fh))
+    aggio__cache_forget(cache_of(op->fh), 0, INT64_MAX);
+  if (op->acc.is_write && several_caches(op->fh) && s->held_lo < s->hi && s->lo < s->held_hi)
+    return aggio__then(op, settle_then_write, AGGIO_P_IO_WAIT);
   if (op->acc.is_write)
     return aggio__then(op, wb_write, AGGIO_P_EXCHANGE);
   if (op->sum.flags & AGGIO_SF_CACHE_DIRTY)
@@ -178,10 +213,11 @@ static int wb_start(struct aggio__op *op) {
 
 /* ---- consistency hooks ------------------------------------------------------------------- */
 
-static void wb_contribute(aggio_file fh, void *state, int64_t *flags, struct aggio__err *e) {
+static void wb_contribute(aggio_file fh, void *state, struct aggio__call_summary *mine,
+                          struct aggio__err *e) {
   struct wb_file *f = state;
   (void)fh;
-  *flags |= aggio__cache_flags(f->cache);
+  aggio__cache_held(f->cache, &mine->flags, &mine->held_lo, &mine->held_hi);
   aggio__cache_error(f->cache, e);
 }
 
@@ -204,8 +240,10 @@ static int wb_before_independent(aggio_file fh, void *state, const struct aggio_
 
 static int64_t wb_held_end(aggio_file fh, void *state) {
   struct wb_file *f = state;
+  int64_t flags = 0, lo = INT64_MAX, hi = 0;
   (void)fh;
-  return aggio__cache_dirty_end(f->cache);
+  aggio__cache_held(f->cache, &flags, &lo, &hi);
+  return hi;
 }
 
 const struct aggio__strategy_ops aggio__strategy_write_behind = {
