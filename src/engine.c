@@ -28,9 +28,12 @@ MPI_Request *aggio__op_request(struct aggio__op *op) {
   if (op->nreq == op->req_cap) {
     int cap = op->req_cap ? 2 * op->req_cap : 8;
     MPI_Request *r = realloc(op->req, (size_t)cap * sizeof *r);
-    if (!r)
+    if (r)
+      op->req = r;
+    MPI_Status *st = r ? realloc(op->stat, (size_t)cap * sizeof *st) : NULL;
+    if (!st)
       return NULL;
-    op->req = r;
+    op->stat = st;
     op->req_cap = cap;
   }
   op->req[op->nreq] = MPI_REQUEST_NULL;
@@ -126,7 +129,7 @@ int aggio__op_await(struct aggio__op *op, int (*test)(struct aggio__op *),
 
 static int mpi_ready(struct aggio__op *op) {
   int flag = 1;
-  if (op->nreq > 0 && MPI_Testall(op->nreq, op->req, &flag, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
+  if (op->nreq > 0 && MPI_Testall(op->nreq, op->req, &flag, op->stat) != MPI_SUCCESS)
     aggio__op_note(op, AGGIO_ERR_MPI, "MPI_Testall");
   return flag;
 }
@@ -155,7 +158,7 @@ static int ready(struct aggio__op *op) {
 
 static void block_pending(struct aggio__op *op) {
   double t0 = now_if(op);
-  if (op->nreq > 0 && MPI_Waitall(op->nreq, op->req, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
+  if (op->nreq > 0 && MPI_Waitall(op->nreq, op->req, op->stat) != MPI_SUCCESS)
     aggio__op_note(op, AGGIO_ERR_MPI, "MPI_Waitall");
   op->nreq = 0;
   if (op->batch.pending > 0) {
@@ -206,7 +209,9 @@ void aggio__op_free(struct aggio__op *op) {
   op->sdata = NULL;
   op->sdata_free = NULL;
   free(op->req);
+  free(op->stat);
   op->req = NULL;
+  op->stat = NULL;
   op->nreq = op->req_cap = 0;
 }
 

@@ -59,6 +59,8 @@ struct aggio__op {
 
   /* what the pending step waits for */
   MPI_Request *req;
+  MPI_Status *stat;             /* req_cap entries (MPICH's headers warn on
+                                 * MPI_STATUSES_IGNORE) */
   int nreq, req_cap;
   struct aggio__batch batch;    /* I/O jobs of this operation (pool.h) */
   int (*test)(struct aggio__op *op);  /* strategy condition: 1 when ready */

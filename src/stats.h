@@ -80,8 +80,10 @@ struct aggio__stats {
                                 each call's duration); the phases of the
                                 calls add up to it */
   double behind_time;        /* seconds I/O threads spent in system calls
-                                while the calls went on or had returned
-                                (overlapped: not a phase) */
+                                after the calls had returned (overlapped
+                                with the application: not a phase) */
+  double sys_write_time;     /* seconds in pwrite on any thread of this rank */
+  double sys_read_time;      /* seconds in pread on any thread of this rank */
   char auto_choice[192];     /* last strategy chosen by auto, and why */
   /* File domains of the last collective call with collective buffering:
    * aggregator i (fh->aggr[i]) owned [fd_start[i], fd_end[i]).  Filled by

@@ -76,6 +76,7 @@ static void note(aggio_file fh, int is_write, int64_t off, int64_t len, int dire
     return;
   if (flags & AGGIO_IO_BEHIND)
     add_time(&s->behind_time, t1 - t0);
+  add_time(is_write ? &s->sys_write_time : &s->sys_read_time, t1 - t0);
   add(&s->c[is_write ? AGGIO_C_SYS_WRITES : AGGIO_C_SYS_READS], 1);
   add(&s->c[is_write ? AGGIO_C_SYS_WRITE_BYTES : AGGIO_C_SYS_READ_BYTES], len);
   int64_t a = align_unit(fh);

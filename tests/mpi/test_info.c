@@ -97,6 +97,10 @@ static void test_after_open(const char *path, int rank, int nprocs) {
     info = info1("cb_buffer_size", rank == 0 ? "2m" : "4m");
     rc = aggio_file_set_info(fh, info);
     CHECK(rc != AGGIO_SUCCESS, "differing set_info succeeded on rank %d", rank);
+    /* every rank, rank 0 included, is told which hint differs */
+    CHECK(strstr(aggio_error_message(), "cb_buffer_size") != NULL,
+          "rank %d: the mismatch message does not name the hint: %s", rank,
+          aggio_error_message());
     info_value(fh, "cb_buffer_size", v, sizeof v);
     CHECK(strcmp(v, "1048576") == 0, "a failed set_info keeps the hints: %s", v);
   }
