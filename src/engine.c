@@ -13,13 +13,19 @@
 
 #include "engine.h"
 
-static double now_if(const struct aggio__op *op) {
-  return op->fh->stats ? aggio__now() : 0.0;
+void aggio__op_account(struct aggio__op *op, int phase) {
+  if (!op->fh->stats)
+    return;
+  double t = aggio__now();
+  aggio__phase_add(op->fh->stats, (enum aggio__phase)phase, t - op->t_mark);
+  op->t_mark = t;
 }
 
-static void account(struct aggio__op *op, int phase, double t0) {
-  if (op->fh->stats)
-    aggio__phase_add(op->fh->stats, (enum aggio__phase)phase, aggio__now() - t0);
+void aggio__op_reassign(struct aggio__op *op, int to, double seconds) {
+  if (!op->fh->stats || seconds <= 0)
+    return;
+  aggio__phase_add(op->fh->stats, (enum aggio__phase)to, seconds);
+  aggio__phase_add(op->fh->stats, (enum aggio__phase)op->step_phase, -seconds);
 }
 
 /* ---- MPI requests of the pending step ---------------------------------------- */
@@ -56,40 +62,40 @@ static MPI_Request *slot_or_block(struct aggio__op *op) {
   return r;
 }
 
-/* After a collective was posted (r) or ran (blocking, since t0). */
+/* Before a collective: the step's time so far is its own. */
+static void closing(struct aggio__op *op) { aggio__op_account(op, op->step_phase); }
+
+/* After a collective was posted (r) or ran (blocking: its time is the
+ * waiting phase's). */
 static int posted(struct aggio__op *op, MPI_Request *r, int mpi_rc, const char *what,
-                  int phase, double t0) {
+                  int phase) {
   if (mpi_rc != MPI_SUCCESS)
     aggio__op_note(op, AGGIO_ERR_MPI, what);
   if (r && mpi_rc == MPI_SUCCESS) {
     op->wait_phase = phase;
     return AGGIO_STEP_PENDING;
   }
-  if (op->fh->stats) {
-    double dt = aggio__now() - t0;
-    aggio__phase_add(op->fh->stats, (enum aggio__phase)phase, dt);
-    op->lent += dt;
-  }
+  aggio__op_account(op, phase);
   return AGGIO_STEP_NEXT;
 }
 
 int aggio__op_allreduce(struct aggio__op *op, const void *in, void *out, int count,
                         MPI_Datatype type, MPI_Op mop, MPI_Comm comm, int phase) {
   MPI_Request *r = slot_or_block(op);
-  double t0 = now_if(op);
+  closing(op);
   int rc = r ? MPI_Iallreduce(in, out, count, type, mop, comm, r)
              : MPI_Allreduce(in, out, count, type, mop, comm);
-  return posted(op, r, rc, "MPI_Allreduce", phase, t0);
+  return posted(op, r, rc, "MPI_Allreduce", phase);
 }
 
 int aggio__op_alltoall(struct aggio__op *op, const void *in, void *out, int count,
                        MPI_Datatype type, int phase) {
   MPI_Request *r = slot_or_block(op);
   MPI_Comm c = op->fh->comm;
-  double t0 = now_if(op);
+  closing(op);
   int rc = r ? MPI_Ialltoall(in, count, type, out, count, type, c, r)
              : MPI_Alltoall(in, count, type, out, count, type, c);
-  return posted(op, r, rc, "MPI_Alltoall", phase, t0);
+  return posted(op, r, rc, "MPI_Alltoall", phase);
 }
 
 int aggio__op_alltoallv(struct aggio__op *op, const void *in, const int *scount,
@@ -97,17 +103,17 @@ int aggio__op_alltoallv(struct aggio__op *op, const void *in, const int *scount,
                         MPI_Datatype type, int phase) {
   MPI_Request *r = slot_or_block(op);
   MPI_Comm c = op->fh->comm;
-  double t0 = now_if(op);
+  closing(op);
   int rc = r ? MPI_Ialltoallv(in, scount, sdisp, type, out, rcount, rdisp, type, c, r)
              : MPI_Alltoallv(in, scount, sdisp, type, out, rcount, rdisp, type, c);
-  return posted(op, r, rc, "MPI_Alltoallv", phase, t0);
+  return posted(op, r, rc, "MPI_Alltoallv", phase);
 }
 
 int aggio__op_barrier(struct aggio__op *op, MPI_Comm comm, int phase) {
   MPI_Request *r = slot_or_block(op);
-  double t0 = now_if(op);
+  closing(op);
   int rc = r ? MPI_Ibarrier(comm, r) : MPI_Barrier(comm);
-  return posted(op, r, rc, "MPI_Barrier", phase, t0);
+  return posted(op, r, rc, "MPI_Barrier", phase);
 }
 
 int aggio__op_await_requests(struct aggio__op *op, int phase) {
@@ -157,21 +163,18 @@ static int ready(struct aggio__op *op) {
 }
 
 static void block_pending(struct aggio__op *op) {
-  double t0 = now_if(op);
   if (op->nreq > 0 && MPI_Waitall(op->nreq, op->req, op->stat) != MPI_SUCCESS)
     aggio__op_note(op, AGGIO_ERR_MPI, "MPI_Waitall");
   op->nreq = 0;
+  aggio__op_account(op, op->wait_phase);
   if (op->batch.pending > 0) {
-    account(op, op->wait_phase, t0);
-    t0 = now_if(op);
     aggio__batch_wait(op->fh->pool, &op->batch);
-    account(op, AGGIO_P_IO_WAIT, t0);
-    t0 = now_if(op);
+    aggio__op_account(op, AGGIO_P_IO_WAIT);
   }
   collect_batch(op);
   if (op->block)
     op->block(op);
-  account(op, op->wait_phase, t0);
+  aggio__op_account(op, op->wait_phase);
   op->test = NULL;
   op->block = NULL;
 }
@@ -181,16 +184,12 @@ static void block_pending(struct aggio__op *op) {
 int aggio__op_progress(struct aggio__op *op) {
   while (op->next) {
     aggio__step_fn step = op->next;
-    int phase = op->phase;
-    double t0 = now_if(op);
-    op->lent = 0;
-    op->wait_phase = phase;
+    op->step_phase = op->wait_phase = op->phase;
     int rc = step(op);
-    account(op, phase, t0 + op->lent);
+    aggio__op_account(op, op->step_phase);
     if (rc == AGGIO_STEP_PENDING) {
-      double t1 = now_if(op);
       int ok = ready(op);
-      account(op, op->wait_phase, t1);
+      aggio__op_account(op, op->wait_phase);
       if (!ok)
         return 0;
     }
@@ -226,6 +225,7 @@ static int step_independent(struct aggio__op *op);
 
 void aggio__op_init(struct aggio__op *op, aggio_file fh, int collective, int blocking) {
   op->fh = fh;
+  op->t_mark = fh->stats ? aggio__now() : 0.0;
   op->collective = collective;
   op->blocking = blocking;
   op->eof = INT64_MAX;

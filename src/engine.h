@@ -54,8 +54,8 @@ struct aggio__op {
   aggio__step_fn next;          /* next step; NULL once complete */
   int phase;                    /* enum aggio__phase the next step accounts to */
   int wait_phase;               /* phase of what the pending step waits for */
-  double lent;                  /* time of the running step already counted
-                                 * to other phases (blocking collectives) */
+  int step_phase;               /* phase of the step now running */
+  double t_mark;                /* timers: where the time already counted ends */
 
   /* what the pending step waits for */
   MPI_Request *req;
@@ -71,6 +71,13 @@ struct aggio__op {
   int64_t eof;                  /* reads: smallest end of file a short read saw */
   double t_phase;               /* start of the step or wait being timed */
 };
+
+/* Timers: counts the time since the last count to `phase` (the calls'
+ * time is tiled: every interval goes to the phase that ran in it). */
+void aggio__op_account(struct aggio__op *op, int phase);
+/* Moves `seconds` of the running step's time to another phase (a wait the
+ * step measured itself). */
+void aggio__op_reassign(struct aggio__op *op, int to, double seconds);
 
 /* Sets op up for a collective or independent access (io.c fills acc and
  * err first; err may already hold this rank's argument error). */

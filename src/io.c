@@ -152,7 +152,6 @@ static void finish_call(struct call *c, struct aggio__op *op) {
   struct aggio__access *acc = &op->acc;
   int code = op->err.code;
   int64_t done = code != 0 ? 0 : c->is_write ? acc->nbytes : bytes_before_eof(acc, op->eof);
-  double t0 = fh->stats ? aggio__now() : 0.0;
   if (code == 0 && !c->is_write && c->packed)
     aggio__flat_unpack(c->mem, c->count, acc->stream, done, c->buf);
   if (c->status && c->status != MPI_STATUS_IGNORE)
@@ -166,8 +165,6 @@ static void finish_call(struct call *c, struct aggio__op *op) {
   aggio__extents_free(&acc->file);
   if (c->mem)
     aggio__flat_release(c->mem);
-  if (fh->stats)
-    aggio__phase_add(fh->stats, AGGIO_P_PACK, aggio__now() - t0);
 }
 
 static int run_call(struct call *c) {
@@ -183,13 +180,14 @@ static int run_call(struct call *c) {
   if (c->use_fp)
     c->offset = fh->fp_ind;
   prepare(c, &op.acc, &op.err);
-  if (fh->stats)
-    aggio__phase_add(fh->stats, c->packed ? AGGIO_P_PACK : AGGIO_P_PLAN, aggio__now() - t0);
   aggio__op_init(&op, fh, c->collective, 1);
+  if (fh->stats) /* from t0 on, the calls' time is tiled by the phases */
+    aggio__phase_add(fh->stats, c->packed ? AGGIO_P_PACK : AGGIO_P_PLAN, op.t_mark - t0);
   aggio__op_wait(&op);
   finish_call(c, &op);
+  aggio__op_account(&op, AGGIO_P_PACK);
   aggio__op_free(&op);
-  double t1 = (fh->trace || fh->stats) ? aggio__now() : 0.0;
+  double t1 = fh->stats ? op.t_mark : fh->trace ? aggio__now() : 0.0;
   if (fh->trace)
     aggio__trace_record_locked(fh, trace_op(c), c->offset, c->count,
                                c->mem ? c->mem->size : 0, t0, t1, c->collective ? 2 : 0);

@@ -108,12 +108,9 @@ static int wb_init(aggio_file fh, void **state, struct aggio__err *e) {
 
 /* ---- writes -------------------------------------------------------------------------- */
 
+/* Time the step spent waiting for blocks counts as waiting for I/O. */
 static void lend_waits(struct aggio__op *op, struct aggio__cache *c) {
-  double w = aggio__cache_take_waited(c);
-  if (op->fh->stats && w > 0) {
-    aggio__phase_add(op->fh->stats, AGGIO_P_IO_WAIT, w);
-    op->lent += w;
-  }
+  aggio__op_reassign(op, AGGIO_P_IO_WAIT, aggio__cache_take_waited(c));
 }
 
 /* Copies this rank's ranges into its node's cache.  Loaded copies of the
