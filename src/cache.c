@@ -45,7 +45,9 @@ struct slot {
 
 struct shared {
   pthread_mutex_t lock;
-  pthread_cond_t cond;  /* any slot changed state, or work was queued */
+  pthread_cond_t work;  /* I/O threads wait here for queued slots */
+  pthread_cond_t change; /* ranks wait here for a slot to change state */
+  int waiting;          /* ranks waiting on `change`: wake them only then */
   uint64_t clock;
   int stop;             /* threads finish the queue and leave */
   int64_t err_count;    /* deferred failures so far */
@@ -145,10 +147,18 @@ static void claim(struct aggio__cache *c, struct slot *s, int64_t block) {
   s->used = ++c->sh->clock;
 }
 
+/* Wakes the ranks waiting for a slot to change, if any (a wake-up costs
+ * a context switch, on every call when nobody waits). */
+static void changed(struct aggio__cache *c) {
+  if (c->sh->waiting > 0)
+    pthread_cond_broadcast(&c->sh->change);
+}
+
 static void queue(struct aggio__cache *c, struct slot *s, int job) {
   s->state = QUEUED;
   s->job = job;
-  pthread_cond_broadcast(&c->sh->cond);
+  pthread_cond_signal(&c->sh->work);
+  changed(c); /* a waiting rank may do it itself */
 }
 
 /* A free slot, or a clean one to reuse (least recently used), or NULL.
@@ -241,7 +251,7 @@ static int work(struct aggio__cache *c, struct slot *s, int flags, struct aggio_
     reset(s);
   }
   s->job = JOB_NONE;
-  pthread_cond_broadcast(&c->sh->cond);
+  changed(c);
   return rc;
 }
 
@@ -261,7 +271,9 @@ static void help_or_wait(struct aggio__cache *c) {
   double t0 = c->fh->stats ? aggio__now() : 0.0;
   struct slot *s = c->fh->opened ? oldest_queued(c) : NULL;
   if (!s) {
-    pthread_cond_wait(&c->sh->cond, &c->sh->lock);
+    c->sh->waiting++;
+    pthread_cond_wait(&c->sh->change, &c->sh->lock);
+    c->sh->waiting--;
   } else {
     s->state = BUSY;
     work(c, s, 0, NULL);
@@ -284,7 +296,7 @@ static void *thread_main(void *arg) {
     if (!s && c->sh->stop)
       break;
     if (!s) {
-      pthread_cond_wait(&c->sh->cond, &c->sh->lock);
+      pthread_cond_wait(&c->sh->work, &c->sh->lock);
       continue;
     }
     s->state = BUSY;
@@ -300,7 +312,7 @@ static void unpinned(struct aggio__cache *c, struct slot *s) {
   if (full(c, s))
     queue(c, s, JOB_WRITE);
   else
-    pthread_cond_broadcast(&c->sh->cond);
+    changed(c);
 }
 
 /* ---- writing into the cache ------------------------------------------------------------- */
@@ -488,7 +500,7 @@ static void drop_clean(struct aggio__cache *c, int64_t first, int64_t last) {
     if (s->nruns == 0 && s->pins == 0)
       reset(s);
   }
-  pthread_cond_broadcast(&c->sh->cond);
+  changed(c);
 }
 
 void aggio__cache_flush(struct aggio__cache *c, int drop) {
@@ -578,7 +590,8 @@ static int init_shared(struct shared *sh, int nslots) {
     return -1;
   pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
   pthread_condattr_setpshared(&ca, PTHREAD_PROCESS_SHARED);
-  int rc = pthread_mutex_init(&sh->lock, &ma) | pthread_cond_init(&sh->cond, &ca);
+  int rc = pthread_mutex_init(&sh->lock, &ma) | pthread_cond_init(&sh->work, &ca) |
+           pthread_cond_init(&sh->change, &ca);
   pthread_mutexattr_destroy(&ma);
   pthread_condattr_destroy(&ca);
   for (int i = 0; i < nslots; i++)
@@ -652,7 +665,7 @@ void aggio__cache_free(struct aggio__cache *c) {
     return;
   pthread_mutex_lock(&c->sh->lock);
   c->sh->stop = 1;
-  pthread_cond_broadcast(&c->sh->cond);
+  pthread_cond_broadcast(&c->sh->work);
   pthread_mutex_unlock(&c->sh->lock);
   for (int i = 0; i < c->nthreads; i++)
     pthread_join(c->thread[i], NULL);
@@ -661,7 +674,8 @@ void aggio__cache_free(struct aggio__cache *c) {
   int me;
   MPI_Comm_rank(c->comm, &me);
   if (me == 0) {
-    pthread_cond_destroy(&c->sh->cond);
+    pthread_cond_destroy(&c->sh->work);
+    pthread_cond_destroy(&c->sh->change);
     pthread_mutex_destroy(&c->sh->lock);
   }
   MPI_Win_free(&c->win);
