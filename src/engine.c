@@ -219,7 +219,6 @@ void aggio__op_free(struct aggio__op *op) {
 static int step_summarize(struct aggio__op *op);
 static int step_decide(struct aggio__op *op);
 static int step_flush(struct aggio__op *op);
-static int step_after_flush(struct aggio__op *op);
 static int step_init(struct aggio__op *op);
 static int step_independent(struct aggio__op *op);
 
@@ -301,16 +300,22 @@ static int step_decide(struct aggio__op *op) {
  * before the new strategy touches the file. */
 static int step_flush(struct aggio__op *op) {
   aggio__flush_local(op->fh, &op->err);
-  op->agreed[0] = aggio__err_encode(op->err.code, op->fh->rank);
-  aggio__then(op, step_after_flush, AGGIO_P_AGREE);
-  return aggio__op_allreduce(op, MPI_IN_PLACE, op->agreed, 1, MPI_INT64_T, MPI_MIN,
-                             op->fh->comm, AGGIO_P_AGREE);
+  return aggio__op_agree_then(op, step_init, AGGIO_P_PLAN);
 }
 
-static int step_after_flush(struct aggio__op *op) {
-  if (op->err.code == 0 && failed(op, op->agreed[0]))
-    return aggio__then(op, NULL, AGGIO_P_AGREE);
-  return aggio__then(op, op->err.code ? NULL : step_init, AGGIO_P_PLAN);
+static int step_agreed(struct aggio__op *op) {
+  if (op->err.code == 0)
+    failed(op, op->agreed[0]);
+  return aggio__then(op, op->err.code ? NULL : op->agreed_next, op->agreed_phase);
+}
+
+int aggio__op_agree_then(struct aggio__op *op, aggio__step_fn then, int phase) {
+  op->agreed[0] = aggio__err_encode(op->err.code, op->fh->rank);
+  op->agreed_next = then;
+  op->agreed_phase = phase;
+  aggio__then(op, step_agreed, AGGIO_P_AGREE);
+  return aggio__op_allreduce(op, MPI_IN_PLACE, op->agreed, 1, MPI_INT64_T, MPI_MIN,
+                             op->fh->comm, AGGIO_P_AGREE);
 }
 
 /* The strategy's per-file state, made at its first operation on the file

@@ -68,6 +68,8 @@ struct aggio__op {
 
   struct aggio__call_summary mine, sum; /* this rank's, and the agreed one */
   int64_t agreed[2];            /* outcome reduction: encoded error, end of file */
+  aggio__step_fn agreed_next;   /* aggio__op_agree_then: the step after it */
+  int agreed_phase;
   int64_t eof;                  /* reads: smallest end of file a short read saw */
   double t_phase;               /* start of the step or wait being timed */
 };
@@ -101,6 +103,12 @@ static inline int aggio__then(struct aggio__op *op, aggio__step_fn next, int pha
 /* The last step of a strategy that agrees on the outcome: a reduction of
  * the error (and, for reads, of the end of file). */
 int aggio__step_agree_outcome(struct aggio__op *op);
+
+/* Agreement in the middle of an operation: posts the reduction of this
+ * rank's error so far; once every rank's is known, the operation goes on
+ * with `then` (in `phase`) if none failed, and completes with the agreed
+ * error otherwise. */
+int aggio__op_agree_then(struct aggio__op *op, aggio__step_fn then, int phase);
 
 /* A slot for one more MPI request of the pending step (grows op->req). */
 MPI_Request *aggio__op_request(struct aggio__op *op);

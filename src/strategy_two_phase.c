@@ -314,7 +314,7 @@ static int plan_call(struct tp *t) {
 
 static int exchange_counts(struct aggio__op *op);
 static int exchange_offsets(struct aggio__op *op);
-static int offsets_arrived(struct aggio__op *op);
+static int join_failed_setup(struct aggio__op *op);
 static int round_begin(struct aggio__op *op);
 
 static int tp_start(struct aggio__op *op) {
@@ -359,7 +359,7 @@ static int exchange_counts(struct aggio__op *op) {
     struct tp_file *f = fh->strategy_state[aggio__strategy_two_phase.id];
     aggio__op_note(op, AGGIO_ERR_NOMEM, "two-phase offset exchange");
     memset(f->fallback, 0, (size_t)P * sizeof *f->fallback);
-    aggio__then(op, offsets_arrived, AGGIO_P_PLAN);
+    aggio__then(op, join_failed_setup, AGGIO_P_PLAN);
     return aggio__op_alltoall(op, MPI_IN_PLACE, f->fallback, 1, MPI_INT, AGGIO_P_PLAN);
   }
   for (int i = 0; op->err.code == 0 && i < t->naggr; i++)
@@ -413,7 +413,7 @@ static int reserve_all(struct tp *t) {
   return ensure_scratch(t, most + 1);
 }
 
-static int setup_agreed(struct aggio__op *op);
+static int send_offsets(struct aggio__op *op);
 
 /* After the counts: reserve, then agree on the set-up before the offsets
  * travel (a rank without memory for them must not be sent any). */
@@ -421,29 +421,19 @@ static int exchange_offsets(struct aggio__op *op) {
   struct tp *t = op->sdata;
   if (op->err.code == 0)
     aggio__op_note(op, reserve_all(t), "two-phase set-up");
-  op->agreed[0] = aggio__err_encode(op->err.code, op->fh->rank);
-  aggio__then(op, setup_agreed, AGGIO_P_AGREE);
-  return aggio__op_allreduce(op, MPI_IN_PLACE, op->agreed, 1, MPI_INT64_T, MPI_MIN,
-                             op->fh->comm, AGGIO_P_AGREE);
+  return aggio__op_agree_then(op, send_offsets, AGGIO_P_PLAN);
 }
 
 /* The stand-in of exchange_counts for a rank that had no memory: it joins
  * the set-up agreement, which stops every rank. */
-static int offsets_arrived(struct aggio__op *op) {
-  op->agreed[0] = aggio__err_encode(op->err.code, op->fh->rank);
-  aggio__then(op, setup_agreed, AGGIO_P_AGREE);
-  return aggio__op_allreduce(op, MPI_IN_PLACE, op->agreed, 1, MPI_INT64_T, MPI_MIN,
-                             op->fh->comm, AGGIO_P_AGREE);
+static int join_failed_setup(struct aggio__op *op) {
+  return aggio__op_agree_then(op, send_offsets, AGGIO_P_PLAN);
 }
 
 static int unpack_offsets(struct aggio__op *op);
 
-static int setup_agreed(struct aggio__op *op) {
+static int send_offsets(struct aggio__op *op) {
   struct tp *t = op->sdata;
-  if (op->err.code == 0)
-    aggio__err_decode(op->agreed[0], &op->err);
-  if (op->err.code != 0) /* every rank stops here: nothing was sent */
-    return aggio__then(op, NULL, AGGIO_P_AGREE);
   for (int i = 0; i < t->naggr; i++) {
     int64_t *p = t->sbuf + t->sdisp[op->fh->aggr[i]];
     for (size_t j = 0; j < t->mine[i].n; j++) {

@@ -152,12 +152,6 @@ static int wb_read(struct aggio__op *op) {
   return aggio__then(op, aggio__step_agree_outcome, AGGIO_P_AGREE);
 }
 
-static int read_after_flush(struct aggio__op *op) {
-  if (op->err.code == 0 && aggio__err_decode(op->agreed[0], &op->err) != 0)
-    return aggio__then(op, NULL, AGGIO_P_AGREE);
-  return aggio__then(op, op->err.code ? NULL : wb_read, AGGIO_P_EXCHANGE);
-}
-
 /* Written data still held by any node reaches the file before any node
  * loads blocks that may hold it; all agree that it did. */
 static int write_out_then_read(struct aggio__op *op) {
@@ -165,16 +159,7 @@ static int write_out_then_read(struct aggio__op *op) {
   aggio__cache_flush(c, 0);
   aggio__cache_error(c, &op->err);
   lend_waits(op, c);
-  op->agreed[0] = aggio__err_encode(op->err.code, op->fh->rank);
-  aggio__then(op, read_after_flush, AGGIO_P_AGREE);
-  return aggio__op_allreduce(op, MPI_IN_PLACE, op->agreed, 1, MPI_INT64_T, MPI_MIN,
-                             op->fh->comm, AGGIO_P_AGREE);
-}
-
-static int write_after_settle(struct aggio__op *op) {
-  if (op->err.code == 0 && aggio__err_decode(op->agreed[0], &op->err) != 0)
-    return aggio__then(op, NULL, AGGIO_P_AGREE);
-  return aggio__then(op, op->err.code ? NULL : wb_write, AGGIO_P_EXCHANGE);
+  return aggio__op_agree_then(op, wb_read, AGGIO_P_EXCHANGE);
 }
 
 /* Several nodes, and some hold written data where this call writes: that
@@ -186,10 +171,7 @@ static int settle_then_write(struct aggio__op *op) {
   aggio__cache_settle(c, op->sum.lo, op->sum.hi - op->sum.lo, 1);
   aggio__cache_error(c, &op->err);
   lend_waits(op, c);
-  op->agreed[0] = aggio__err_encode(op->err.code, op->fh->rank);
-  aggio__then(op, write_after_settle, AGGIO_P_AGREE);
-  return aggio__op_allreduce(op, MPI_IN_PLACE, op->agreed, 1, MPI_INT64_T, MPI_MIN,
-                             op->fh->comm, AGGIO_P_AGREE);
+  return aggio__op_agree_then(op, wb_write, AGGIO_P_EXCHANGE);
 }
 
 static int wb_start(struct aggio__op *op) {

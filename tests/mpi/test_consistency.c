@@ -26,27 +26,11 @@
 #include <aggio.h>
 
 #include "harness.h"
+#include "rng.h"
 
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
-
-/* ---- deterministic random numbers (splitmix64) --------------------------- */
-
-typedef struct {
-  uint64_t s;
-} rng_t;
-
-static uint64_t rng_next(rng_t *r) {
-  uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-static int64_t rng_range(rng_t *r, int64_t lo, int64_t hi) {
-  return hi <= lo ? lo : lo + (int64_t)(rng_next(r) % (uint64_t)(hi - lo + 1));
-}
 
 /* A length in [0, most]: often small, sometimes the whole room, so that
  * both single bytes and whole cache blocks occur. */

@@ -25,6 +25,7 @@
 #include <aggio.h>
 
 #include "harness.h"
+#include "rng.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -43,18 +44,7 @@
  * bytes past the span without crashing the test. */
 #define PAD 4096
 
-/* ---- deterministic random numbers (splitmix64) ---------------------------- */
-
-typedef struct {
-  uint64_t s;
-} rng_t;
-
-static uint64_t rng_next(rng_t *r) {
-  uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
+/* ---- deterministic random numbers (rng.h) --------------------------------- */
 
 static rng_t rng_make(uint64_t seed, uint64_t a, uint64_t b) {
   rng_t r = {seed ^ 0x5DEECE66Dull};
@@ -64,12 +54,6 @@ static rng_t rng_make(uint64_t seed, uint64_t a, uint64_t b) {
   return r;
 }
 
-/* Uniform in [lo, hi]. */
-static int64_t rng_range(rng_t *r, int64_t lo, int64_t hi) {
-  if (hi <= lo)
-    return lo;
-  return lo + (int64_t)(rng_next(r) % (uint64_t)(hi - lo + 1));
-}
 static int rng_int(rng_t *r, int lo, int hi) { return (int)rng_range(r, lo, hi); }
 static int rng_coin(rng_t *r, int one_in) { return rng_int(r, 0, one_in - 1) == 0; }
 
