@@ -44,7 +44,8 @@ AGGIO_API int aggio_file_open(MPI_Comm comm, const char *filename, int amode,
 /* Collective; sets *fh to AGGIO_FILE_NULL.  Writes the trace and prints the
  * statistics/timers when those are enabled. */
 AGGIO_API int aggio_file_close(aggio_file *fh);
-/* Collective.  Removes filename (like MPI_File_delete, not collective). */
+/* Not collective (like MPI_File_delete): the calling rank removes filename;
+ * info is accepted for MPI-IO compatibility and not used. */
 AGGIO_API int aggio_file_delete(const char *filename, MPI_Info info);
 
 /* Collective.  datarep must be "native". */
