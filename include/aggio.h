@@ -20,9 +20,7 @@
 extern "C" {
 #endif
 
-#define AGGIO_VERSION_MAJOR 0
-#define AGGIO_VERSION_MINOR 1
-#define AGGIO_VERSION_PATCH 0
+#include "aggio_version.h" /* AGGIO_VERSION_MAJOR, _MINOR, _PATCH, _STRING */
 
 #if defined(_WIN32) || !defined(__GNUC__)
 #define AGGIO_API
