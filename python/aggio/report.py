@@ -27,7 +27,11 @@ def setup_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
 
 def build(paths: list[str], th) -> str:
     """The HTML text for the inputs (raises InputError)."""
-    from plotly.offline import get_plotlyjs
+    try:
+        from plotly.offline import get_plotlyjs
+    except ImportError as exc:  # an optional dependency (aggio[report])
+        raise InputError("drawing the report needs Plotly "
+                         "(pip install 'aggio[report]')") from exc
 
     from .html.page import render
     results = [(job, run_all(job, th)) for job in load_jobs(paths)]
