@@ -7,6 +7,12 @@ segment, which is what makes DXT tools slow and memory-hungry on big logs).
 """
 from __future__ import annotations
 
+import contextlib
+import gc
+import os
+import sys
+import tempfile
+
 import numpy as np
 
 from ..derive import empty_ops
@@ -26,11 +32,50 @@ class DarshanError(ValueError):
 
 
 def load_darshan(path: str) -> Job:
-    import darshan  # imported here: the trace-only paths need no PyDarshan
     try:
-        report = darshan.DarshanReport(path, read_all=False)
-    except Exception as exc:  # PyDarshan raises several types
-        raise DarshanError(f"{path}: not a readable Darshan log ({exc})") from exc
+        import darshan  # imported here: the trace-only paths need no PyDarshan
+    except ImportError as exc:
+        raise DarshanError(f"{path}: reading Darshan logs needs PyDarshan "
+                           "(pip install 'aggio[darshan]')") from exc
+    failure = None
+    with _library_messages() as said:
+        try:
+            job = _read(darshan, path)
+        except Exception as exc:  # PyDarshan raises several types
+            failure = f"{exc}"
+            del exc
+            gc.collect()  # the half-open log's handle complains when freed
+    if failure is not None:
+        why = "; ".join(said + [failure]) if said else failure
+        raise DarshanError(f"{path}: not a readable Darshan log ({why})")
+    # a log PyDarshan read only in part: say so with the report
+    job.notes.extend(f"PyDarshan: {line}" for line in dict.fromkeys(said))
+    return job
+
+
+@contextlib.contextmanager
+def _library_messages():
+    """Collects what PyDarshan's C library writes to the standard error
+    (its "Error: ..." lines) into the list it yields, filled on exit, instead
+    of letting it reach the terminal ahead of aggio's own message."""
+    said: list[str] = []
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield said
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            text = tmp.read().decode("utf-8", errors="replace")
+            said.extend(line.strip().removeprefix("Error: ")
+                        for line in text.splitlines() if line.strip())
+
+
+def _read(darshan, path: str) -> Job:
+    report = darshan.DarshanReport(path, read_all=False)
     job = _job_header(path, report)
     files: dict[int, FileInfo] = {}
     for mod, layer in COUNTER_MODULES.items():
