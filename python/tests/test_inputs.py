@@ -128,3 +128,40 @@ def test_truncated_header_is_an_input_error(tmp_path):
     open(path, "wb").write(open(path, "rb").read()[:70])
     with pytest.raises(InputError):
         load_jobs([path])
+
+
+def _with_header(path, field, value):
+    """Rewrites one header field of the trace at path."""
+    raw = bytearray(open(path, "rb").read())
+    off, dtype = fmt.HEADER.fields[field][1], fmt.HEADER.fields[field][0]
+    raw[off:off + dtype.itemsize] = np.array([value], dtype).tobytes()
+    open(path, "wb").write(bytes(raw))
+
+
+def test_clock_base_must_be_a_time(tmp_path):
+    path = collective_write(2, 1024, 2, [0]).write(tmp_path / "t")
+    _with_header(path, "clock_base", float("nan"))
+    with pytest.raises(InputError, match="clock_base"):
+        load_jobs([path])
+
+
+def test_traces_far_apart_are_not_one_job(tmp_path):
+    a = collective_write(2, 1024, 2, [0]).write(tmp_path / "a")
+    b = collective_write(2, 1024, 2, [0]).write(tmp_path / "b")
+    _with_header(b, "clock_base", 1e300)
+    with pytest.raises(InputError, match="not traces of one job"):
+        load_jobs([a, b])
+
+
+def test_deeply_nested_metadata_is_an_input_error(tmp_path):
+    path = str(tmp_path / "t")
+    fmt.write_trace(path, fmt.make_records(0), 1)
+    raw = bytearray(open(path, "rb").read())
+    meta = b"[" * 5000 + b"]" * 5000
+    raw = raw[:64 + 32] + meta
+    raw += bytes(-len(raw) % 8)
+    open(path, "wb").write(bytes(raw))
+    _with_header(path, "meta_len", len(meta))
+    _with_header(path, "records_offset", len(raw))
+    with pytest.raises(InputError, match="not JSON"):
+        load_jobs([path])

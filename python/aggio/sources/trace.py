@@ -34,11 +34,17 @@ def load_traces(paths: list[str]) -> Job:
     """Reads aggio traces (raises fmt.TraceError for unreadable ones)."""
     traces = [fmt.read_trace(p) for p in paths]
     for tr in traces:
+        if not np.isfinite(tr.clock_base):
+            raise fmt.TraceError(f"{tr.path}: clock_base {tr.clock_base} is not a time")
         _drop_invalid_records(tr)
         _check_meta(tr)
     job = Job(source=", ".join(paths), kind="aggio-trace", has_ops=True,
               modules={"AGGIO-TRACE"})
     base = min(t.clock_base for t in traces)
+    far = [t.path for t in traces if t.clock_base - base > MAX_SECONDS]
+    if far:
+        raise fmt.TraceError(f"{', '.join(far)}: clock_base more than {MAX_SECONDS:g} s "
+                             "after the other traces': not traces of one job")
     parts = []
     for index, tr in enumerate(traces):
         job.files.append(_file_info(tr))
