@@ -82,6 +82,22 @@ int aggio__flat_is_monotonic(const struct aggio__flat *f) {
   return f->n == 0 || f->off[0] + f->extent >= f->off[f->n - 1];
 }
 
+int aggio__flat_is_disjoint(const struct aggio__flat *f) {
+  /* gaps as unsigned differences: pieces may lie far apart */
+  for (int64_t i = 1; i < f->n; i++)
+    if (f->off[i] < f->off[i - 1] ||
+        (uint64_t)f->off[i] - (uint64_t)f->off[i - 1] < (uint64_t)f->len[i - 1])
+      return 0;
+  if (f->n == 0)
+    return 1;
+  /* the next tile starts at off[0] + extent, after the last piece ends */
+  int64_t next, end;
+  if (__builtin_add_overflow(f->off[0], f->extent, &next) ||
+      __builtin_add_overflow(f->off[f->n - 1], f->len[f->n - 1], &end))
+    return 0;
+  return next >= end;
+}
+
 /* Index of the piece holding in-tile data byte r (0 <= r < size): the last i
  * with prefix[i] <= r. */
 static int64_t find_piece(const struct aggio__flat *f, int64_t r) {

@@ -42,6 +42,11 @@ int aggio__flat_is_contiguous(const struct aggio__flat *f, int64_t count);
  * requires of a filetype). */
 int aggio__flat_is_monotonic(const struct aggio__flat *f);
 
+/* 1 if, tiled, no byte is covered twice and pieces never go back: what
+ * MPI-IO requires of the etype and the filetype of a file opened for
+ * writing. */
+int aggio__flat_is_disjoint(const struct aggio__flat *f);
+
 /* Appends to `out` the byte ranges, relative to `base`, that hold data-stream
  * bytes [pos, pos + nbytes) of the type tiled without end.  Adjacent ranges
  * coalesce.  0, AGGIO_ERR_NOMEM, or AGGIO_ERR_OVERFLOW when a range would

@@ -190,6 +190,27 @@ static void test_monotonic(void) {
   aggio__flat_free(f);
 }
 
+static void test_disjoint(void) {
+  int64_t off[] = {0, 8, 16}, len[] = {4, 8, 4};
+  struct aggio__flat *f = aggio__flat_new(off, len, 3, 0, 20);
+  CHECK(aggio__flat_is_disjoint(f), "pieces end before the next starts");
+  aggio__flat_free(f);
+  f = aggio__flat_new(off, len, 3, 0, 19); /* the next tile starts at 19 < 20 */
+  CHECK(aggio__flat_is_monotonic(f) && !aggio__flat_is_disjoint(f), "tiles overlap");
+  aggio__flat_free(f);
+  int64_t off2[] = {0, 4}, len2[] = {8, 8}; /* [0,8) and [4,12) */
+  f = aggio__flat_new(off2, len2, 2, 0, 12);
+  CHECK(aggio__flat_is_monotonic(f) && !aggio__flat_is_disjoint(f), "blocks overlap");
+  aggio__flat_free(f);
+  int64_t off3[] = {4, 0}, len3[] = {4, 4};
+  f = aggio__flat_new(off3, len3, 2, 0, 8);
+  CHECK(!aggio__flat_is_disjoint(f), "going back is not disjoint either");
+  aggio__flat_free(f);
+  f = aggio__flat_new(off3, len3, 0, 0, 0);
+  CHECK(aggio__flat_is_disjoint(f), "an empty type is disjoint");
+  aggio__flat_free(f);
+}
+
 static void test_negative_offsets(void) {
   /* lb < 0: pieces before the origin, e.g. a resized type with lb -8 */
   int64_t off[] = {-8, 0, 4}, len[] = {4, 2, 2};
@@ -323,6 +344,7 @@ int main(void) {
   test_map_many_pieces();
   test_contiguous();
   test_monotonic();
+  test_disjoint();
   test_negative_offsets();
   test_pack_roundtrip();
   test_short_unpack();
