@@ -35,7 +35,9 @@ def test_darshan_magic_in_either_byte_order(tmp_path):
     assert not is_darshan(str(tmp_path / "short"))
 
 
-@pytest.mark.skipif(not os.path.isfile(EMPTY_LOG), reason="no shared/ Darshan logs here")
+@pytest.mark.skipif(not os.path.isfile(EMPTY_LOG),
+                    reason=f"no Darshan log {os.path.normpath(EMPTY_LOG)} (a bare clone has "
+                           "no shared/ beside it)")
 def test_damaged_darshan_log_message_has_pydarshan_reason_once(tmp_path, capfd):
     pytest.importorskip("darshan")
     head = open(EMPTY_LOG, "rb").read(40)
