@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -22,6 +23,7 @@ struct bench_state {
   int rank, nranks, read_as;
   struct bench_layout lw, lr;
   MPI_Datatype tw, tr;
+  enum bench_mode mode_w, mode_r;
   int64_t ncalls_w, ncalls_r;
   unsigned char *wbuf, *rbuf;
   MPI_Info info;
@@ -42,6 +44,7 @@ static void check_params(struct bench_state *s) {
   if (!(s->pat = bench_pattern_find(p->pattern))) fail0(s->rank, "unknown --pattern (see -h)");
   snprintf(p->pattern, sizeof p->pattern, "%s", s->pat->name);
   if (p->collective && !s->be->set_view) fail0(s->rank, "-c needs -a MPIIO or -a AGGIO");
+  if (p->file_view && !p->collective) fail0(s->rank, "-V needs -c");
   if (p->odirect && s->be == &bench_backend_aggio) {
     int set = 0;
     for (int i = 0; i < p->nhints; i++) set |= !strcmp(p->hints[i].key, "aggio_direct_io");
@@ -57,9 +60,20 @@ static void check_params(struct bench_state *s) {
   s->read_as = p->reorder ? (s->rank + p->shift) % s->nranks : s->rank;
 }
 
-/* Layout, calls and view of the access of rank `as`. */
+/* IOR's choice for -c: collective calls at explicit file offsets, unless a
+ * call spans several pieces of the file, the pattern has a view of its own
+ * (subarray) or -V asks for a view. */
+static enum bench_mode choose_mode(const struct bench_params *p, const struct bench_pattern *pat,
+                                   int contiguous) {
+  if (p->fpp) return BENCH_MODE_FPP;
+  if (!p->collective) return BENCH_MODE_EXTENTS;
+  if (p->file_view || pat->filetype || !contiguous) return BENCH_MODE_VIEW;
+  return BENCH_MODE_EXPLICIT;
+}
+
+/* Layout, calls, mode and view of the access of rank `as`. */
 static void make_layout(struct bench_state *s, int as, struct bench_layout *l,
-                        MPI_Datatype *type, int64_t *ncalls) {
+                        MPI_Datatype *type, int64_t *ncalls, enum bench_mode *mode) {
   memset(l, 0, sizeof *l);
   if (s->pat->layout(&s->p, as, s->nranks, l)) {
     if (s->rank == 0) fprintf(stderr, "aggio-bench: %s: -b must be a multiple of -t "
@@ -70,7 +84,10 @@ static void make_layout(struct bench_state *s, int as, struct bench_layout *l,
   *type = MPI_DATATYPE_NULL;
   int64_t mine = (int64_t)l->ncalls;
   MPI_Allreduce(&mine, ncalls, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
-  if (!s->p.collective || s->p.fpp) return;
+  int contiguous = bench_layout_map_calls(l), all = 0;
+  MPI_Allreduce(&contiguous, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  *mode = choose_mode(&s->p, s->pat, all);
+  if (*mode != BENCH_MODE_VIEW) return;
   int rc = s->pat->filetype ? s->pat->filetype(&s->p, as, s->nranks, l, type)
                             : bench_layout_filetype(l, type);
   if (rc) {
@@ -91,8 +108,8 @@ static unsigned char *alloc_buf(int64_t bytes) {
 static void setup(struct bench_state *s) {
   struct bench_params *p = &s->p;
   s->pat->defaults(p, s->nranks);
-  make_layout(s, s->rank, &s->lw, &s->tw, &s->ncalls_w);
-  make_layout(s, s->read_as, &s->lr, &s->tr, &s->ncalls_r);
+  make_layout(s, s->rank, &s->lw, &s->tw, &s->ncalls_w, &s->mode_w);
+  make_layout(s, s->read_as, &s->lr, &s->tr, &s->ncalls_r, &s->mode_r);
   s->wbuf = alloc_buf(s->lw.bytes);
   s->rbuf = alloc_buf(s->lr.bytes);
   MPI_Info_create(&s->info);
@@ -112,6 +129,7 @@ static struct bench_access make_access(const struct bench_state *s, enum bench_d
       .be = s->be,
       .layout = w ? &s->lw : &s->lr,
       .dir = dir,
+      .mode = w ? s->mode_w : s->mode_r,
       .path = w ? s->path_w : s->path_r,
       .fpp = s->p.fpp,
       .collective = s->p.collective,
@@ -124,40 +142,62 @@ static struct bench_access make_access(const struct bench_state *s, enum bench_d
       .seed = bench_file_seed(s->p.seed, s->p.fpp, w ? s->rank : s->read_as)};
 }
 
-/* The strategy in words, from the hints in effect and the MCA settings. */
-static void describe_strategy(const struct bench_state *s, const struct bench_sysinfo *sys,
-                              const char *hints_json, char *out, size_t len) {
+/* The string value of `key` in JSON object text from bench_info_json(),
+ * or "" when absent. */
+static void json_value(const char *json, const char *key, char *out, size_t len) {
+  char pat[160];
+  out[0] = '\0';
+  if (!json) return;
+  snprintf(pat, sizeof pat, "\"%s\":\"", key);
+  const char *at = strstr(json, pat);
+  if (!at) return;
+  at += strlen(pat);
+  size_t n = strcspn(at, "\"");
+  if (n >= len) n = len - 1;
+  memcpy(out, at, n);
+  out[n] = '\0';
+}
+
+/* What was asked for: the layout for POSIX; for aggio the aggio_strategy
+ * hint in effect ("auto" when unset); for MPIIO the I/O component and
+ * fcoll forced through MCA and the cb_write hint. */
+static void describe_requested(const struct bench_state *s, const struct bench_sysinfo *sys,
+                               const char *hints_json, char *out, size_t len) {
   const struct bench_params *p = &s->p;
   char hint[128] = "";
-  const char *keys[] = {"aggio_strategy_selected", "aggio_strategy"};
   if (s->be == &bench_backend_posix) {
     snprintf(out, len, "%s%s", p->fpp ? "file-per-process" : "shared-file",
              p->odirect ? "+odirect" : "");
-    return;
-  }
-  if (!p->collective) {
+  } else if (!p->collective) {
     snprintf(out, len, "independent-calls");
-    return;
-  }
-  if (s->be == &bench_backend_aggio) {
-    for (int k = 0; k < 2 && hints_json && !hint[0]; k++) {
-      char pat[64];
-      snprintf(pat, sizeof pat, "\"%s\":\"", keys[k]);
-      const char *at = strstr(hints_json, pat);
-      if (at) sscanf(at + strlen(pat), "%127[^\"]", hint);
-    }
+  } else if (s->be == &bench_backend_aggio) {
+    json_value(hints_json, "aggio_strategy", hint, sizeof hint);
     snprintf(out, len, "%s", hint[0] ? hint : "auto");
+  } else {
+    const char *io = getenv("OMPI_MCA_io"), *fcoll = getenv("OMPI_MCA_fcoll");
+    for (int i = 0; i < p->nhints; i++)
+      if (!strcmp(p->hints[i].key, "romio_cb_write"))
+        snprintf(hint, sizeof hint, "+cb_write=%s", p->hints[i].value);
+    if (!strcmp(sys->mpi_flavor, "openmpi"))
+      snprintf(out, len, "%s%s%s%s", io ? io : "default", fcoll ? "/fcoll=" : "",
+               fcoll ? fcoll : "", hint);
+    else
+      snprintf(out, len, "romio%s", hint);
+  }
+}
+
+/* What ran: for aggio's collective calls the strategy it chose (the
+ * aggio_strategy_selected it reports after the transfer; "unreported" if it
+ * does not); otherwise what was asked for. */
+static void describe_chosen(const struct bench_state *s, const char *requested,
+                            const char *hints_json, char *out, size_t len) {
+  char chosen[128];
+  if (s->be != &bench_backend_aggio || !s->p.collective) {
+    snprintf(out, len, "%s", requested);
     return;
   }
-  const char *io = getenv("OMPI_MCA_io"), *fcoll = getenv("OMPI_MCA_fcoll");
-  for (int i = 0; i < p->nhints; i++)
-    if (!strcmp(p->hints[i].key, "romio_cb_write"))
-      snprintf(hint, sizeof hint, "+cb_write=%s", p->hints[i].value);
-  if (!strcmp(sys->mpi_flavor, "openmpi"))
-    snprintf(out, len, "%s%s%s%s", io ? io : "default", fcoll ? "/fcoll=" : "",
-             fcoll ? fcoll : "", hint);
-  else
-    snprintf(out, len, "romio%s", hint);
+  json_value(hints_json, "aggio_strategy_selected", chosen, sizeof chosen);
+  snprintf(out, len, "%s", chosen[0] ? chosen : "unreported");
 }
 
 /* Drops the page cache once per node (root only); returns 1 when it did. */
@@ -182,20 +222,22 @@ static void remove_files(const struct bench_state *s) {
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
-/* Reads back (untimed unless t is given) and counts bad bytes everywhere. */
-static int64_t read_and_check(struct bench_state *s, struct bench_times *t, int check,
-                              char **hints_json) {
-  struct bench_access a = make_access(s, BENCH_READ);
-  struct bench_times scratch;
-  memset(s->rbuf, 0xA5, (size_t)s->lr.bytes); /* no stale data can pass */
-  bench_access_run(&a, t ? t : &scratch, hints_json);
-  if (!check) return 0;
-  int64_t first = -1, bad = bench_access_check(&a, &first), all = 0;
+/* Counts the bad bytes of the last read, on every rank (collective). */
+static int64_t check_read(const struct bench_state *s, const struct bench_access *a) {
+  int64_t first = -1, bad = bench_access_check(a, &first), all = 0;
   if (bad)
-    fprintf(stderr, "aggio-bench: rank %d: %lld bad bytes in %s, first at offset %lld\n",
-            s->rank, (long long)bad, a.path, (long long)first);
+    fprintf(stderr, "aggio-bench: rank %d: %lld bad bytes read from %s, first at offset %lld\n",
+            s->rank, (long long)bad, a->path, (long long)first);
   MPI_Allreduce(&bad, &all, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
   return all;
+}
+
+/* Reads the file back (timed into t) after filling the buffer with a byte
+ * no data has, so that a short read cannot pass a check. */
+static void read_back(struct bench_state *s, struct bench_times *t, char **hints_json) {
+  struct bench_access a = make_access(s, BENCH_READ);
+  memset(s->rbuf, 0xA5, (size_t)s->lr.bytes);
+  bench_access_run(&a, t, hints_json);
 }
 
 static void now_iso(char *out, size_t len) {
@@ -211,6 +253,110 @@ static void write_json(const struct bench_result *res, const char *path) {
   if (out && out != stdout) fclose(out);
 }
 
+/* This process's peak resident memory so far, KiB (Linux's ru_maxrss). */
+static int64_t maxrss_kib(void) {
+  struct rusage ru;
+  return getrusage(RUSAGE_SELF, &ru) ? 0 : (int64_t)ru.ru_maxrss;
+}
+
+/* Every rank's peak, baseline and buffer bytes, gathered on rank 0. */
+static void gather_memory(const struct bench_state *s, int64_t baseline, struct bench_memory *m) {
+  int64_t mine[3] = {maxrss_kib(), baseline, s->lw.bytes + s->lr.bytes};
+  int64_t *all = s->rank == 0 ? malloc(3 * (size_t)s->nranks * sizeof *all) : NULL;
+  MPI_Gather(mine, 3, MPI_INT64_T, all, 3, MPI_INT64_T, 0, MPI_COMM_WORLD);
+  if (s->rank != 0 || !all) return;
+  m->peak_kib = malloc((size_t)s->nranks * sizeof *m->peak_kib);
+  m->baseline_kib = malloc((size_t)s->nranks * sizeof *m->baseline_kib);
+  m->data_bytes = malloc((size_t)s->nranks * sizeof *m->data_bytes);
+  for (int r = 0; r < s->nranks && m->peak_kib && m->baseline_kib && m->data_bytes; r++) {
+    m->peak_kib[r] = all[3 * r];
+    m->baseline_kib[r] = all[3 * r + 1];
+    m->data_bytes[r] = all[3 * r + 2];
+  }
+  free(all);
+}
+
+static void free_memory(struct bench_memory *m) {
+  free(m->peak_kib);
+  free(m->baseline_kib);
+  free(m->data_bytes);
+}
+
+/* The result's fixed part: byte and call counts over the ranks. */
+static void init_result(struct bench_state *s, struct bench_result *res) {
+  int64_t bw = s->lw.bytes, br = s->lr.bytes;
+  struct bench_access wa = make_access(s, BENCH_WRITE), ra = make_access(s, BENCH_READ);
+  int64_t calls[2] = {bench_access_calls(&wa), bench_access_calls(&ra)}, most[2];
+  MPI_Allreduce(&bw, &res->bytes_write, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Allreduce(&br, &res->bytes_read, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Allreduce(calls, most, 2, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+  res->calls_write = s->p.do_write ? most[0] : 0;
+  res->calls_read = s->p.do_read ? most[1] : 0;
+  if (!s->p.do_write) res->bytes_write = 0;
+  if (!s->p.do_read) res->bytes_read = 0;
+  res->file_bytes = s->lw.file_bytes;
+  res->call_mode = bench_mode_name(s->p.do_write ? s->mode_w : s->mode_r);
+  res->w = calloc((size_t)s->p.reps, sizeof *res->w);
+  res->r = calloc((size_t)s->p.reps, sizeof *res->r);
+  now_iso(res->start_time, sizeof res->start_time);
+}
+
+/* After an access: what was asked for and chosen; the header once. */
+static void note_strategy(const struct bench_state *s, struct bench_result *res,
+                          const char *hints_json, char *chosen, size_t len) {
+  int first = !res->strategy_requested[0];
+  if (first) {
+    describe_requested(s, res->sys, hints_json, res->strategy_requested,
+                       sizeof res->strategy_requested);
+    res->hints_json = hints_json ? strdup(hints_json) : NULL;
+  }
+  describe_chosen(s, res->strategy_requested, hints_json, chosen, len);
+  if (first) {
+    snprintf(res->strategy, sizeof res->strategy, "%s", chosen);
+    if (s->rank == 0) bench_report_header(res);
+  }
+}
+
+static void run_write(struct bench_state *s, struct bench_result *res, int rep, char **hints) {
+  struct bench_access wa = make_access(s, BENCH_WRITE);
+  remove_files(s);
+  bench_access_run(&wa, &res->w[res->nrep_w], hints);
+  note_strategy(s, res, *hints, res->strategy_w, sizeof res->strategy_w);
+  if (s->rank == 0) bench_report_row("write", rep, &res->w[res->nrep_w], res->bytes_write, s->p.fsync);
+  res->nrep_w++;
+  if (!s->p.check_write) return;
+  struct bench_times untimed;
+  read_back(s, &untimed, NULL);
+  struct bench_access ra = make_access(s, BENCH_READ);
+  res->write_errors += check_read(s, &ra);
+}
+
+static void run_read(struct bench_state *s, struct bench_result *res, int rep, char **hints) {
+  if (s->p.drop_caches) res->drop_caches_ok = drop_caches();
+  read_back(s, &res->r[res->nrep_r], hints);
+  note_strategy(s, res, *hints, res->strategy_r, sizeof res->strategy_r);
+  if (s->p.check_read) {
+    struct bench_access ra = make_access(s, BENCH_READ);
+    res->read_errors += check_read(s, &ra);
+  }
+  if (s->rank == 0) bench_report_row("read", rep, &res->r[res->nrep_r], res->bytes_read, 0);
+  res->nrep_r++;
+}
+
+static void cleanup(struct bench_state *s, struct bench_result *res) {
+  free(res->hints_json);
+  free(res->w);
+  free(res->r);
+  free_memory(&res->mem);
+  free(s->wbuf);
+  free(s->rbuf);
+  bench_layout_free(&s->lw);
+  bench_layout_free(&s->lr);
+  if (s->tw != MPI_DATATYPE_NULL && s->tw != MPI_BYTE) MPI_Type_free(&s->tw);
+  if (s->tr != MPI_DATATYPE_NULL && s->tr != MPI_BYTE) MPI_Type_free(&s->tr);
+  MPI_Info_free(&s->info);
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   struct bench_state s = {0};
@@ -219,58 +365,23 @@ int main(int argc, char **argv) {
   bench_parse_args(argc, argv, &s.p);
   check_params(&s);
   setup(&s);
+  int64_t baseline = maxrss_kib(); /* the data buffers are not touched yet */
   bench_clock_sync(MPI_COMM_WORLD);
 
   struct bench_sysinfo sys;
   bench_sysinfo_get(s.p.path, &sys);
   struct bench_result res = {.p = &s.p, .sys = &sys, .nranks = s.nranks};
-  int64_t bw = s.lw.bytes, br = s.lr.bytes;
-  MPI_Allreduce(&bw, &res.bytes_write, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
-  MPI_Allreduce(&br, &res.bytes_read, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
-  if (!s.p.do_write) res.bytes_write = 0;
-  if (!s.p.do_read) res.bytes_read = 0;
-  res.file_bytes = s.lw.file_bytes;
-  res.w = calloc((size_t)s.p.reps, sizeof *res.w);
-  res.r = calloc((size_t)s.p.reps, sizeof *res.r);
-  res.drop_caches_ok = 0;
-  now_iso(res.start_time, sizeof res.start_time);
-
-  struct bench_access wa = make_access(&s, BENCH_WRITE);
-  if (s.p.do_write) bench_access_fill(&wa);
-  int header = 0;
-  for (int i = 0; i < s.p.reps; i++) {
-    if (s.p.do_write) {
-      remove_files(&s);
-      bench_access_run(&wa, &res.w[res.nrep_w], &res.hints_json);
-      if (!header++ && s.rank == 0) {
-        describe_strategy(&s, &sys, res.hints_json, res.strategy, sizeof res.strategy);
-        bench_report_header(&res);
-      }
-      if (s.rank == 0) bench_report_row("write", i, &res.w[res.nrep_w], res.bytes_write, s.p.fsync);
-      res.nrep_w++;
-      if (s.p.check_write) res.write_errors += read_and_check(&s, NULL, 1, NULL);
-    }
-    if (s.p.do_read) {
-      if (s.p.drop_caches) res.drop_caches_ok = drop_caches();
-      read_and_check(&s, &res.r[res.nrep_r], 0, &res.hints_json);
-      if (!header++ && s.rank == 0) {
-        describe_strategy(&s, &sys, res.hints_json, res.strategy, sizeof res.strategy);
-        bench_report_header(&res);
-      }
-      if (s.p.check_read) {
-        int64_t first = -1, bad = bench_access_check(&(struct bench_access){
-            .layout = &s.lr, .buf = s.rbuf, .fpp = s.p.fpp,
-            .seed = bench_file_seed(s.p.seed, s.p.fpp, s.read_as)}, &first), all = 0;
-        if (bad)
-          fprintf(stderr, "aggio-bench: rank %d: %lld bad bytes read from %s, first at offset %lld\n",
-                  s.rank, (long long)bad, s.path_r, (long long)first);
-        MPI_Allreduce(&bad, &all, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
-        res.read_errors += all;
-      }
-      if (s.rank == 0) bench_report_row("read", i, &res.r[res.nrep_r], res.bytes_read, 0);
-      res.nrep_r++;
-    }
+  init_result(&s, &res);
+  if (s.p.do_write) {
+    struct bench_access wa = make_access(&s, BENCH_WRITE);
+    bench_access_fill(&wa); /* untimed, once */
   }
+  char *hints_w = NULL, *hints_r = NULL;
+  for (int i = 0; i < s.p.reps; i++) {
+    if (s.p.do_write) run_write(&s, &res, i, &hints_w);
+    if (s.p.do_read) run_read(&s, &res, i, &hints_r);
+  }
+  gather_memory(&s, baseline, &res.mem);
   if (s.rank == 0) {
     bench_report_summary(&res);
     if (s.p.json_path[0]) write_json(&res, s.p.json_path);
@@ -278,16 +389,9 @@ int main(int argc, char **argv) {
   if (s.p.do_write && !s.p.keep) remove_files(&s);
 
   int failed = res.write_errors || res.read_errors;
-  free(res.hints_json);
-  free(res.w);
-  free(res.r);
-  free(s.wbuf);
-  free(s.rbuf);
-  bench_layout_free(&s.lw);
-  bench_layout_free(&s.lr);
-  if (s.tw != MPI_DATATYPE_NULL && s.tw != MPI_BYTE) MPI_Type_free(&s.tw);
-  if (s.tr != MPI_DATATYPE_NULL && s.tr != MPI_BYTE) MPI_Type_free(&s.tr);
-  MPI_Info_free(&s.info);
+  free(hints_w);
+  free(hints_r);
+  cleanup(&s, &res);
   MPI_Finalize();
   return failed ? 1 : 0;
 }

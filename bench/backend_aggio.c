@@ -32,24 +32,21 @@ static int ab_set_view(void *state, MPI_Datatype filetype) {
   return aggio_file_set_view(f->fh, 0, MPI_BYTE, filetype, "native", MPI_INFO_NULL);
 }
 
-static int ab_xfer(void *state, enum bench_dir dir, int64_t off, void *vbuf,
-                   int64_t len) {
+/* One call; the status says how many bytes it moved. */
+static int ab_xfer(void *state, enum bench_dir dir, int64_t off, void *buf, int n,
+                   int64_t *moved) {
   struct aggio_bench_file *f = state;
-  char *buf = vbuf;
-  do { /* collective calls are capped below INT_MAX by the caller */
-    int n = len > BENCH_GIB ? (int)BENCH_GIB : (int)len, rc;
-    MPI_Status st;
-    if (dir == BENCH_WRITE)
-      rc = f->collective ? aggio_file_write_at_all(f->fh, off, buf, n, MPI_BYTE, &st)
-                         : aggio_file_write_at(f->fh, off, buf, n, MPI_BYTE, &st);
-    else
-      rc = f->collective ? aggio_file_read_at_all(f->fh, off, buf, n, MPI_BYTE, &st)
-                         : aggio_file_read_at(f->fh, off, buf, n, MPI_BYTE, &st);
-    if (rc) return rc;
-    off += n;
-    buf += n;
-    len -= n;
-  } while (len > 0);
+  MPI_Status st;
+  int rc, got = 0;
+  if (dir == BENCH_WRITE)
+    rc = f->collective ? aggio_file_write_at_all(f->fh, off, buf, n, MPI_BYTE, &st)
+                       : aggio_file_write_at(f->fh, off, buf, n, MPI_BYTE, &st);
+  else
+    rc = f->collective ? aggio_file_read_at_all(f->fh, off, buf, n, MPI_BYTE, &st)
+                       : aggio_file_read_at(f->fh, off, buf, n, MPI_BYTE, &st);
+  if (rc) return rc;
+  MPI_Get_count(&st, MPI_BYTE, &got);
+  *moved = got;
   return 0;
 }
 

@@ -48,54 +48,64 @@ fail:;
   return -err;
 }
 
-/* Moves all of len bytes, through short transfers. */
-static int full_io(int fd, enum bench_dir dir, int64_t off, unsigned char *buf,
-                   int64_t len) {
-  while (len > 0) {
-    size_t n = len > BENCH_GIB ? (size_t)BENCH_GIB : (size_t)len;
-    ssize_t got = dir == BENCH_WRITE ? pwrite(fd, buf, n, off) : pread(fd, buf, n, off);
+/* Moves len bytes, resuming after partial transfers (POSIX allows them);
+ * returns the bytes moved (fewer only at the end of the file) or -errno. */
+static int64_t full_io(int fd, enum bench_dir dir, int64_t off, unsigned char *buf,
+                       int64_t len) {
+  int64_t done = 0;
+  while (done < len) {
+    size_t n = (size_t)(len - done);
+    ssize_t got = dir == BENCH_WRITE ? pwrite(fd, buf + done, n, off + done)
+                                     : pread(fd, buf + done, n, off + done);
     if (got < 0 && errno == EINTR) continue;
     if (got < 0) return -errno;
-    if (got == 0) return -ENODATA; /* read past the end of the file */
-    off += got;
-    buf += got;
-    len -= got;
+    if (got == 0) break; /* read past the end of the file */
+    done += got;
   }
-  return 0;
+  return done;
 }
 
 /* The aligned middle, with O_DIRECT; memory that is not aligned goes
- * through the bounce buffer. */
-static int direct_io(struct posix_file *f, enum bench_dir dir, int64_t off,
-                     unsigned char *buf, int64_t len) {
+ * through the bounce buffer.  Returns as full_io. */
+static int64_t direct_io(struct posix_file *f, enum bench_dir dir, int64_t off,
+                         unsigned char *buf, int64_t len) {
   if (((uintptr_t)buf % BENCH_DIRECT_ALIGN) == 0) return full_io(f->dfd, dir, off, buf, len);
-  while (len > 0) {
-    int64_t n = len < BOUNCE_BYTES ? len : BOUNCE_BYTES;
-    if (dir == BENCH_WRITE) memcpy(f->bounce, buf, (size_t)n);
-    int rc = full_io(f->dfd, dir, off, f->bounce, n);
-    if (rc) return rc;
-    if (dir == BENCH_READ) memcpy(buf, f->bounce, (size_t)n);
-    off += n;
-    buf += n;
-    len -= n;
+  int64_t done = 0;
+  while (done < len) {
+    int64_t n = len - done < BOUNCE_BYTES ? len - done : BOUNCE_BYTES;
+    if (dir == BENCH_WRITE) memcpy(f->bounce, buf + done, (size_t)n);
+    int64_t got = full_io(f->dfd, dir, off + done, f->bounce, n);
+    if (got < 0) return got;
+    if (dir == BENCH_READ) memcpy(buf + done, f->bounce, (size_t)got);
+    done += got;
+    if (got < n) break;
   }
-  return 0;
+  return done;
 }
 
-static int posix_xfer(void *state, enum bench_dir dir, int64_t off, void *vbuf,
-                      int64_t len) {
+/* The unaligned head and tail through the buffered descriptor, the aligned
+ * middle through the O_DIRECT one (with -B). */
+static int posix_xfer(void *state, enum bench_dir dir, int64_t off, void *vbuf, int len,
+                      int64_t *moved) {
   struct posix_file *f = state;
   unsigned char *buf = vbuf;
-  if (f->dfd < 0) return full_io(f->fd, dir, off, buf, len);
-  int64_t head = (BENCH_DIRECT_ALIGN - off % BENCH_DIRECT_ALIGN) % BENCH_DIRECT_ALIGN;
-  if (head > len) head = len;
-  int64_t mid = (len - head) / BENCH_DIRECT_ALIGN * BENCH_DIRECT_ALIGN;
-  int rc = 0;
-  if (head) rc = full_io(f->fd, dir, off, buf, head);
-  if (!rc && mid) rc = direct_io(f, dir, off + head, buf + head, mid);
-  if (!rc && len - head - mid)
-    rc = full_io(f->fd, dir, off + head + mid, buf + head + mid, len - head - mid);
-  return rc;
+  int64_t head = len, mid = 0;
+  if (f->dfd >= 0) {
+    head = (BENCH_DIRECT_ALIGN - off % BENCH_DIRECT_ALIGN) % BENCH_DIRECT_ALIGN;
+    if (head > len) head = len;
+    mid = (len - head) / BENCH_DIRECT_ALIGN * BENCH_DIRECT_ALIGN;
+  }
+  int64_t part[3] = {head, mid, len - head - mid};
+  *moved = 0;
+  for (int k = 0; k < 3; k++) {
+    if (!part[k]) continue;
+    int64_t got = k == 1 ? direct_io(f, dir, off + *moved, buf + *moved, part[k])
+                         : full_io(f->fd, dir, off + *moved, buf + *moved, part[k]);
+    if (got < 0) return (int)got;
+    *moved += got;
+    if (got < part[k]) break;
+  }
+  return 0;
 }
 
 static int posix_sync(void *state) {

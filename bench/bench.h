@@ -41,6 +41,8 @@ struct bench_params {
   int64_t call_size;     /* --call-size: cap on bytes per rank per call */
   int fpp;               /* -F */
   int collective;        /* -c */
+  int file_view;         /* -V: collective calls through a file view even
+                            where IOR would use explicit offsets */
   int fsync;             /* -e */
   int odirect;           /* -B / --posix.odirect */
   int do_write, do_read; /* -w, -r */
@@ -69,10 +71,13 @@ struct bench_extent {
   int64_t len;
 };
 
-/* The stream bytes [pos, pos + len) moved by one I/O call. */
+/* The stream bytes [pos, pos + len) moved by one I/O call; `off` is the
+ * file offset of its first byte when those bytes are one contiguous piece
+ * of the file, else -1 (bench_layout_map_calls). */
 struct bench_call {
   int64_t pos;
   int64_t len;
+  int64_t off;
 };
 
 struct bench_layout {
@@ -108,6 +113,9 @@ void bench_pattern_list(FILE *out);
 void bench_layout_free(struct bench_layout *l);
 /* Splits calls longer than `cap` bytes. */
 void bench_layout_cap_calls(struct bench_layout *l, int64_t cap);
+/* Sets each call's file offset; returns 1 when every call is one
+ * contiguous piece of the file (IOR's transfers), else 0. */
+int bench_layout_map_calls(struct bench_layout *l);
 /* The generic file view: hindexed over the (coalesced) extents. */
 int bench_layout_filetype(const struct bench_layout *l, MPI_Datatype *type);
 
@@ -129,9 +137,11 @@ struct bench_backend {
   /* Sets a byte file view; NULL: the back end has none (no -c on a shared
    * file). */
   int (*set_view)(void *state, MPI_Datatype filetype);
-  /* Moves len bytes at offset (bytes in the view, or in the file). */
-  int (*xfer)(void *state, enum bench_dir dir, int64_t offset, void *buf,
-              int64_t len);
+  /* One call: moves up to len bytes at offset (bytes in the view, or in
+   * the file) and says in *moved how many it did.  The caller's loop
+   * (engine.c) splits longer transfers and rejects short ones. */
+  int (*xfer)(void *state, enum bench_dir dir, int64_t offset, void *buf, int len,
+              int64_t *moved);
   int (*sync)(void *state);
   int (*close)(void *state);
   /* Removes a file; called by one rank. */
@@ -179,16 +189,28 @@ struct bench_sysinfo {
 
 void bench_sysinfo_get(const char *path, struct bench_sysinfo *s);
 
+/* Peak resident memory (getrusage ru_maxrss), per rank, gathered on rank 0. */
+struct bench_memory {
+  int64_t *peak_kib;     /* at the end of the run */
+  int64_t *baseline_kib; /* after set-up, before the data buffers are touched */
+  int64_t *data_bytes;   /* the rank's write and read buffers */
+};
+
 struct bench_result {
   const struct bench_params *p;
   const struct bench_sysinfo *sys;
   int nranks;
   int64_t bytes_write, bytes_read; /* over all ranks, per repetition */
   int64_t file_bytes;
+  int64_t calls_write, calls_read; /* I/O calls per rank per repetition */
+  const char *call_mode;           /* how calls were made (bench_mode_name) */
   int nrep_w, nrep_r;
   struct bench_times *w, *r;   /* per repetition */
-  char strategy[256];
+  char strategy[256];          /* what ran (aggio: the strategy it chose) */
+  char strategy_requested[256];/* what was asked for (aggio: the hint) */
+  char strategy_w[256], strategy_r[256]; /* chosen, per access */
   char *hints_json;            /* JSON object text of the hints in effect */
+  struct bench_memory mem;     /* rank 0 only */
   int64_t write_errors, read_errors; /* bytes that failed verification */
   int drop_caches_ok;
   char start_time[64];

@@ -7,10 +7,15 @@
  * How the layout is moved:
  *   -F          each call of the stream at its stream offset in the rank's
  *               own file (the N:N reference);
- *   -c          a file view of the rank's extents, then one *_all call per
- *               call of the layout; every rank makes as many calls as the
- *               busiest one (empty calls for the others);
+ *   -c          one *_at_all per call of the layout; every rank makes as
+ *               many calls as the busiest one (empty calls for the others).
+ *               Where every call is one contiguous piece of the file, at
+ *               that file offset with the default view, as IOR's MPIIO back
+ *               end does without -V; otherwise (or with -V) through a file
+ *               view of the rank's extents, at offsets in the view;
  *   otherwise   one independent call per extent (IOR's transfers).
+ * Every back end goes through one transfer loop, which rejects a call that
+ * moves fewer bytes than asked.
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
@@ -78,23 +83,85 @@ static void die(const struct bench_access *a, const char *what, int rc) {
   MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
-static void xfer_all(const struct bench_access *a, void *fh) {
-  const struct bench_layout *l = a->layout;
-  int rc = 0;
-  if (a->fpp) {
-    for (size_t i = 0; i < l->ncalls && !rc; i++)
-      rc = a->be->xfer(fh, a->dir, l->calls[i].pos, a->buf + l->calls[i].pos, l->calls[i].len);
-  } else if (a->filetype != MPI_DATATYPE_NULL) {
-    for (int64_t i = 0; i < a->ncalls && !rc; i++) {
-      struct bench_call c = (size_t)i < l->ncalls ? l->calls[i] : (struct bench_call){0, 0};
-      rc = a->be->xfer(fh, a->dir, c.pos, a->buf + c.pos, c.len);
-    }
-  } else {
-    int64_t pos = 0;
-    for (size_t i = 0; i < l->next && !rc; pos += l->ext[i++].len)
-      rc = a->be->xfer(fh, a->dir, l->ext[i].off, a->buf + pos, l->ext[i].len);
+const char *bench_mode_name(enum bench_mode mode) {
+  static const char *const names[] = {"file-per-process", "view", "explicit", "extents"};
+  return names[mode];
+}
+
+static const char *dir_name(enum bench_dir dir) { return dir == BENCH_WRITE ? "write" : "read"; }
+
+/* One call of an access: `len` bytes of the stream from `pos`, at `off`
+ * (a file offset, or an offset in the view). */
+struct piece {
+  int64_t off, pos, len;
+};
+
+int64_t bench_access_calls(const struct bench_access *a) {
+  switch (a->mode) {
+  case BENCH_MODE_FPP: return (int64_t)a->layout->ncalls;
+  case BENCH_MODE_EXTENTS: return (int64_t)a->layout->next;
+  default: return a->ncalls; /* collective: as many as the busiest rank */
   }
-  if (rc) die(a, a->dir == BENCH_WRITE ? "write" : "read", rc);
+}
+
+/* Call i; `pos` is where call i - 1 ended in the stream. */
+static struct piece piece_of(const struct bench_access *a, int64_t i, int64_t pos) {
+  const struct bench_layout *l = a->layout;
+  if (a->mode == BENCH_MODE_EXTENTS)
+    return (struct piece){.off = l->ext[i].off, .pos = pos, .len = l->ext[i].len};
+  if ((size_t)i >= l->ncalls) return (struct piece){0, 0, 0}; /* an empty collective */
+  const struct bench_call *c = &l->calls[i];
+  int64_t off = a->mode == BENCH_MODE_EXPLICIT ? c->off : c->pos;
+  return (struct piece){.off = off, .pos = c->pos, .len = c->len};
+}
+
+/* The one transfer loop of every back end: pieces of at most 1 GiB (an MPI
+ * count is an int; collective calls are capped below that by --call-size,
+ * so they are never split), at least one call even for 0 bytes (a
+ * collective needs every rank), and a call that moves fewer bytes than
+ * asked ends the transfer.  *done gets the bytes moved. */
+static int xfer_piece(const struct bench_access *a, void *fh, struct piece p, int64_t *done) {
+  *done = 0;
+  do {
+    int64_t left = p.len - *done, moved = 0;
+    int n = left > BENCH_GIB ? (int)BENCH_GIB : (int)left;
+    int rc = a->be->xfer(fh, a->dir, p.off + *done, a->buf + p.pos + *done, n, &moved);
+    if (rc) return rc;
+    *done += moved;
+    if (moved != n) return 0;
+  } while (*done < p.len);
+  return 0;
+}
+
+static void die_short(const struct bench_access *a, struct piece p, int64_t done) {
+  int rank;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  fprintf(stderr,
+          "aggio-bench: rank %d: %s %s %s: short transfer: %lld of %lld bytes at offset %lld\n",
+          rank, a->be->name, dir_name(a->dir), a->path, (long long)done, (long long)p.len,
+          (long long)p.off);
+  MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+static void xfer_all(const struct bench_access *a, void *fh) {
+  int64_t n = bench_access_calls(a), pos = 0;
+  for (int64_t i = 0; i < n; i++) {
+    struct piece p = piece_of(a, i, pos);
+    int64_t done;
+    int rc = xfer_piece(a, fh, p, &done);
+    if (rc) die(a, dir_name(a->dir), rc);
+    if (done != p.len) die_short(a, p, done);
+    pos = p.pos + p.len;
+  }
+}
+
+/* The hints in effect as JSON text, replacing *out. */
+static void read_hints(const struct bench_access *a, void *fh, char **out) {
+  MPI_Info used = MPI_INFO_NULL;
+  if (!out || !a->be->info || a->be->info(fh, &used) != 0) return;
+  free(*out);
+  *out = bench_info_json(used);
+  MPI_Info_free(&used);
 }
 
 void bench_access_run(const struct bench_access *a, struct bench_times *t, char **hints_json) {
@@ -111,21 +178,15 @@ void bench_access_run(const struct bench_access *a, struct bench_times *t, char 
   MPI_Barrier(MPI_COMM_WORLD);
   st[PH_OPEN] = now();
   if ((rc = a->be->open(&args, &fh))) die(a, "open", rc);
-  if (a->filetype != MPI_DATATYPE_NULL && (rc = a->be->set_view(fh, a->filetype)))
+  if (a->mode == BENCH_MODE_VIEW && (rc = a->be->set_view(fh, a->filetype)))
     die(a, "set_view", rc);
   en[PH_OPEN] = now();
-  if (hints_json && !*hints_json) { /* untimed: between the phases */
-    MPI_Info used = MPI_INFO_NULL;
-    if (a->be->info && a->be->info(fh, &used) == 0) {
-      *hints_json = bench_info_json(used);
-      MPI_Info_free(&used);
-    }
-  }
 
   MPI_Barrier(MPI_COMM_WORLD);
   st[PH_XFER] = now();
   xfer_all(a, fh);
   en[PH_XFER] = now();
+  read_hints(a, fh, hints_json); /* untimed: between the phases */
 
   MPI_Barrier(MPI_COMM_WORLD);
   st[PH_SYNC] = now();

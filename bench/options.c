@@ -1,7 +1,7 @@
 /*
  * options.c - aggio-bench's command line: IOR's option letters where the
- * meaning is the same (-a -b -t -s -F -c -e -w -r -W -R -k -o -i -C -Q -U -G
- * -B -v), long options for what IOR lacks, and the hints from a hints file
+ * meaning is the same (-a -b -t -s -F -c -V -e -w -r -W -R -k -o -i -C -Q -U
+ * -G -B -v), long options for what IOR lacks, and the hints from a hints file
  * (-U), from IOR_HINT__MPI__<key>=<value> variables and from --hint.
  */
 #define _GNU_SOURCE
@@ -29,6 +29,8 @@ static void usage(FILE *out) {
 "  --grid X,Y,Z      subarray process grid (default MPI_Dims_create)\n"
 "  --call-size SIZE  cap on bytes per rank per I/O call (default 64m)\n"
 "  -F           file per process        -c  collective calls (MPIIO, AGGIO)\n"
+"  -V           with -c: through a file view even where every call is one\n"
+"               contiguous piece (IOR's useFileView; default: explicit offsets)\n"
 "  -e           fsync before close      -B, --posix.odirect  O_DIRECT\n"
 "  -w / -r      write / read (default both)\n"
 "  -W / -R      verify every byte after write / read (non-zero exit on error)\n"
@@ -162,7 +164,7 @@ void bench_parse_args(int argc, char **argv, struct bench_params *p) {
   p->seed = 0x5eed;
   char *cli_hints[BENCH_MAX_HINTS];
   int ncli = 0, c;
-  while ((c = getopt_long(argc, argv, "a:b:t:s:FcewrWRko:i:CQ:U:G:Bvh", long_opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "a:b:t:s:FcVewrWRko:i:CQ:U:G:Bvh", long_opts, NULL)) != -1) {
     switch (c) {
     case 'a': snprintf(p->api, sizeof p->api, "%s", optarg); break;
     case 'b': p->block = parse_size(optarg, "-b"); break;
@@ -170,6 +172,7 @@ void bench_parse_args(int argc, char **argv, struct bench_params *p) {
     case 's': p->segments = atoll(optarg); break;
     case 'F': p->fpp = 1; break;
     case 'c': p->collective = 1; break;
+    case 'V': p->file_view = 1; break;
     case 'e': p->fsync = 1; break;
     case 'w': p->do_write = 1; break;
     case 'r': p->do_read = 1; break;

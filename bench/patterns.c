@@ -38,7 +38,7 @@ static void add_extent(struct bench_layout *l, int64_t off, int64_t len) {
 static void end_call(struct bench_layout *l, int64_t *call_start) {
   l->calls = grow(l->calls, &l->call_cap, l->ncalls + 1, sizeof *l->calls);
   l->calls[l->ncalls++] =
-      (struct bench_call){.pos = *call_start, .len = l->bytes - *call_start};
+      (struct bench_call){.pos = *call_start, .len = l->bytes - *call_start, .off = -1};
   *call_start = l->bytes;
 }
 
@@ -60,7 +60,7 @@ void bench_layout_cap_calls(struct bench_layout *l, int64_t cap) {
     int64_t pos = l->calls[i].pos, left = l->calls[i].len;
     do {
       int64_t len = left > cap ? cap : left;
-      c[k++] = (struct bench_call){.pos = pos, .len = len};
+      c[k++] = (struct bench_call){.pos = pos, .len = len, .off = -1};
       pos += len;
       left -= len;
     } while (left > 0);
@@ -68,6 +68,33 @@ void bench_layout_cap_calls(struct bench_layout *l, int64_t cap) {
   free(l->calls);
   l->calls = c;
   l->ncalls = l->call_cap = n;
+}
+
+/* Does the call [pos, pos + len) of the stream, which starts in extent e
+ * (at stream position epos), cover one contiguous piece of the file? */
+static int call_contiguous(const struct bench_layout *l, size_t e, int64_t epos,
+                           const struct bench_call *c) {
+  for (; epos + l->ext[e].len < c->pos + c->len; epos += l->ext[e++].len)
+    if (l->ext[e].off + l->ext[e].len != l->ext[e + 1].off) return 0;
+  return 1;
+}
+
+int bench_layout_map_calls(struct bench_layout *l) {
+  size_t e = 0;     /* the extent holding the call's first byte */
+  int64_t epos = 0; /* its stream position */
+  int all = 1;
+  for (size_t i = 0; i < l->ncalls; i++) {
+    struct bench_call *c = &l->calls[i];
+    if (c->len == 0) {
+      c->off = 0;
+      continue;
+    }
+    while (epos + l->ext[e].len <= c->pos) epos += l->ext[e++].len;
+    int whole = call_contiguous(l, e, epos, c);
+    c->off = whole ? l->ext[e].off + (c->pos - epos) : -1;
+    all &= whole;
+  }
+  return all;
 }
 
 /* ---- segmented: IOR's layout ----------------------------------------------- */

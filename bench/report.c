@@ -54,14 +54,16 @@ void bench_report_header(const struct bench_result *r) {
   char w[32], f[32];
   human(r->bytes_write ? r->bytes_write : r->bytes_read, w, sizeof w);
   human(r->file_bytes, f, sizeof f);
-  printf("aggio-bench: pattern=%s api=%s%s%s strategy=%s ranks=%d\n", p->pattern, p->api,
-         p->fpp ? " file-per-process" : "", p->collective ? " collective" : "", r->strategy,
-         r->nranks);
+  printf("aggio-bench: pattern=%s api=%s%s%s strategy=%s (requested %s) ranks=%d\n",
+         p->pattern, p->api, p->fpp ? " file-per-process" : "",
+         p->collective ? " collective" : "", r->strategy, r->strategy_requested, r->nranks);
   printf("  mpi: %s | fs: %s (%s) | host: %s\n", r->sys->mpi_library, r->sys->fs_type,
          p->path, r->sys->host);
   printf("  bytes per repetition: %s (%s per %s) | fsync: %s | O_DIRECT: %s | reps: %d\n", w,
          f, p->fpp ? "file set" : "file", p->fsync ? "yes" : "no", p->odirect ? "yes" : "no",
          p->reps);
+  printf("  calls per rank: %lld write, %lld read (%s)\n", (long long)r->calls_write,
+         (long long)r->calls_read, r->call_mode);
   printf("%-6s %4s %9s %9s %9s %9s %9s %13s %13s\n", "access", "rep", "open(s)", "xfer(s)",
          "sync(s)", "close(s)", "total(s)", "durable MiB/s", "buffered MiB/s");
   fflush(stdout);
@@ -84,6 +86,26 @@ static void summary_line(const char *access, const char *metric,
   printf("%-6s %-9s %12.2f %12.2f %12.2f\n", access, metric, s[0], s[1], s[2]);
 }
 
+/* min and max of n values. */
+static void min_max(const int64_t *v, int n, int64_t *lo, int64_t *hi) {
+  *lo = *hi = n ? v[0] : 0;
+  for (int i = 1; i < n; i++) {
+    if (v[i] < *lo) *lo = v[i];
+    if (v[i] > *hi) *hi = v[i];
+  }
+}
+
+static void memory_line(const struct bench_result *r) {
+  const struct bench_memory *m = &r->mem;
+  int64_t lo, hi, base_lo, base_hi, data_lo, data_hi;
+  if (!m->peak_kib) return;
+  min_max(m->peak_kib, r->nranks, &lo, &hi);
+  min_max(m->baseline_kib, r->nranks, &base_lo, &base_hi);
+  min_max(m->data_bytes, r->nranks, &data_lo, &data_hi);
+  printf("peak RSS per rank (MiB): min %.1f, max %.1f (after set-up: max %.1f; data buffers: "
+         "max %.1f)\n", lo / 1024.0, hi / 1024.0, base_hi / 1024.0, (double)data_hi / BENCH_MIB);
+}
+
 void bench_report_summary(const struct bench_result *r) {
   printf("summary (MiB/s)   %12s %12s %12s\n", "min", "median", "max");
   if (r->nrep_w) {
@@ -91,6 +113,7 @@ void bench_report_summary(const struct bench_result *r) {
     summary_line("write", "buffered", r->w, r->nrep_w, r->bytes_write, 0);
   }
   if (r->nrep_r) summary_line("read", "bw", r->r, r->nrep_r, r->bytes_read, 0);
+  memory_line(r);
   if (r->p->check_write || r->p->check_read)
     printf("verification: %s (write: %lld bad bytes, read: %lld bad bytes)\n",
            r->write_errors || r->read_errors ? "FAILED" : "passed",
@@ -123,9 +146,11 @@ static void json_stats(FILE *out, const char *key, const struct bench_times *t, 
 }
 
 static void json_access(FILE *out, const char *access, const struct bench_times *t, int n,
-                        int64_t bytes, int fsync) {
+                        int64_t bytes, int fsync, const char *strategy) {
   int w = !strcmp(access, "write");
-  fprintf(out, "\"%s\":{\"bytes\":%lld,\"reps\":[", access, (long long)bytes);
+  fprintf(out, "\"%s\":{\"bytes\":%lld,\"strategy\":", access, (long long)bytes);
+  json_str(out, strategy);
+  fputs(",\"reps\":[", out);
   for (int i = 0; i < n; i++) {
     fprintf(out, "%s{", i ? "," : "");
     for (int ph = 0; ph < PH_COUNT; ph++)
@@ -174,12 +199,12 @@ static void json_params(FILE *out, const struct bench_params *p) {
   fprintf(out,
           ",\"block\":%lld,\"transfer\":%lld,\"segments\":%lld,\"particles\":%lld,"
           "\"subarray\":[%d,%d,%d],\"grid\":[%d,%d,%d],\"call_size\":%lld,"
-          "\"file_per_process\":%s,\"collective\":%s,\"fsync\":%s,\"odirect\":%s,"
+          "\"file_per_process\":%s,\"collective\":%s,\"file_view\":%s,\"fsync\":%s,\"odirect\":%s,"
           "\"write\":%s,\"read\":%s,\"check_write\":%s,\"check_read\":%s,\"keep\":%s,"
           "\"reps\":%d,\"reorder\":%s,\"shift\":%d,\"seed\":%llu,\"drop_caches\":%s,\"path\":",
           (long long)p->block, (long long)p->transfer, (long long)p->segments,
           (long long)p->particles, p->sub[0], p->sub[1], p->sub[2], p->grid[0], p->grid[1],
-          p->grid[2], (long long)p->call_size, jbool(p->fpp), jbool(p->collective),
+          p->grid[2], (long long)p->call_size, jbool(p->fpp), jbool(p->collective), jbool(p->file_view),
           jbool(p->fsync), jbool(p->odirect), jbool(p->do_write), jbool(p->do_read),
           jbool(p->check_write), jbool(p->check_read), jbool(p->keep), p->reps,
           jbool(p->reorder), p->shift, (unsigned long long)p->seed, jbool(p->drop_caches));
@@ -187,9 +212,35 @@ static void json_params(FILE *out, const struct bench_params *p) {
   fputc('}', out);
 }
 
+static void json_int_array(FILE *out, const int64_t *v, int n) {
+  fputc('[', out);
+  for (int i = 0; i < n; i++) fprintf(out, "%s%lld", i ? "," : "", (long long)v[i]);
+  fputc(']', out);
+}
+
+/* Peak resident memory per rank (getrusage ru_maxrss, KiB), its extremes,
+ * the same after set-up, and each rank's data buffers in bytes. */
+static void json_memory(FILE *out, const struct bench_result *r) {
+  const struct bench_memory *m = &r->mem;
+  int64_t lo, hi;
+  if (!m->peak_kib) {
+    fputs("null", out);
+    return;
+  }
+  min_max(m->peak_kib, r->nranks, &lo, &hi);
+  fprintf(out, "{\"peak_kib_min\":%lld,\"peak_kib_max\":%lld,\"peak_kib\":", (long long)lo,
+          (long long)hi);
+  json_int_array(out, m->peak_kib, r->nranks);
+  fputs(",\"baseline_kib\":", out);
+  json_int_array(out, m->baseline_kib, r->nranks);
+  fputs(",\"data_bytes\":", out);
+  json_int_array(out, m->data_bytes, r->nranks);
+  fputc('}', out);
+}
+
 int bench_report_json(const struct bench_result *r, FILE *out) {
   const struct bench_params *p = r->p;
-  fputs("{\"tool\":\"aggio-bench\",\"schema\":1,\"label\":", out);
+  fputs("{\"tool\":\"aggio-bench\",\"schema\":2,\"label\":", out);
   json_str(out, p->label);
   fputs(",\"start_time\":", out);
   json_str(out, r->start_time);
@@ -201,7 +252,12 @@ int bench_report_json(const struct bench_result *r, FILE *out) {
   json_str(out, p->pattern);
   fputs(",\"strategy\":", out);
   json_str(out, r->strategy);
-  fputc(',', out);
+  fputs(",\"strategy_requested\":", out);
+  json_str(out, r->strategy_requested);
+  fprintf(out, ",\"calls\":{\"write\":%lld,\"read\":%lld,\"mode\":", (long long)r->calls_write,
+          (long long)r->calls_read);
+  json_str(out, r->call_mode);
+  fputs("},", out);
   json_params(out, p);
   fprintf(out, ",\"hints\":%s,\"mpi\":{\"library\":", r->hints_json ? r->hints_json : "{}");
   json_str(out, r->sys->mpi_library);
@@ -216,11 +272,14 @@ int bench_report_json(const struct bench_result *r, FILE *out) {
   json_str(out, p->path);
   fprintf(out, "},\"bytes\":{\"write\":%lld,\"read\":%lld,\"file\":%lld},",
           (long long)r->bytes_write, (long long)r->bytes_read, (long long)r->file_bytes);
-  if (r->nrep_w) json_access(out, "write", r->w, r->nrep_w, r->bytes_write, p->fsync);
+  if (r->nrep_w)
+    json_access(out, "write", r->w, r->nrep_w, r->bytes_write, p->fsync, r->strategy_w);
   else fputs("\"write\":null", out);
   fputc(',', out);
-  if (r->nrep_r) json_access(out, "read", r->r, r->nrep_r, r->bytes_read, 0);
+  if (r->nrep_r) json_access(out, "read", r->r, r->nrep_r, r->bytes_read, 0, r->strategy_r);
   else fputs("\"read\":null", out);
+  fputs(",\"memory\":", out);
+  json_memory(out, r);
   fprintf(out,
           ",\"verify\":{\"write_checked\":%s,\"read_checked\":%s,\"write_errors\":%lld,"
           "\"read_errors\":%lld},\"drop_caches_ok\":%s,\"ok\":%s}\n",

@@ -92,8 +92,15 @@ AGGIO_API int aggio_file_get_byte_offset(aggio_file fh, MPI_Offset offset,
 AGGIO_API int aggio_file_get_size(aggio_file fh, MPI_Offset *size);
 /* Collective; size must be the same on all ranks. */
 AGGIO_API int aggio_file_set_size(aggio_file fh, MPI_Offset size);
-/* Collective; flushes data to the storage device. */
+/* Collective; data that write-behind still holds reaches the file, then the
+ * file reaches the storage device.  Returns, on every rank, the failure of
+ * any such deferred write. */
 AGGIO_API int aggio_file_sync(aggio_file fh);
+/* Collective; flag must be the same on all ranks.  In atomic mode every
+ * access reaches the file within its call (write-behind holds nothing) and
+ * takes byte-range locks, as MPI_File_set_atomicity. */
+AGGIO_API int aggio_file_set_atomicity(aggio_file fh, int flag);
+AGGIO_API int aggio_file_get_atomicity(aggio_file fh, int *flag);
 AGGIO_API int aggio_file_get_amode(aggio_file fh, int *amode);
 AGGIO_API int aggio_file_get_group(aggio_file fh, MPI_Group *group);
 

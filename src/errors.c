@@ -92,6 +92,22 @@ int aggio__agree(MPI_Comm comm, struct aggio__err *e) {
   return e->code;
 }
 
+int64_t aggio__err_encode(int code, int rank) {
+  return code == 0 ? 0 : (int64_t)code * ((int64_t)1 << 32) + rank;
+}
+
+int aggio__err_decode(int64_t agreed, struct aggio__err *e) {
+  if (agreed == 0 || e->code != 0)
+    return e->code;
+  /* The low half is the rank; the high half (rounded towards minus
+   * infinity) is the code. */
+  int64_t code = agreed >> 32;
+  int rank = (int)(agreed - code * ((int64_t)1 << 32));
+  e->code = (int)code;
+  snprintf(e->msg, sizeof e->msg, "rank %d failed: %s", rank, aggio_strerror(e->code));
+  return e->code;
+}
+
 int aggio__finish(const struct aggio__err *e) {
   if (e->code != 0) {
     size_t n = strlen(e->msg);

@@ -1,24 +1,24 @@
 /*
  * file.c - opening, closing and managing files: access modes, hints,
- * topology and aggregators, file-system detection (type, block size,
- * whether O_DIRECT works), views, size, sync, info.
+ * topology and aggregators, the storage back end and what it learns of the
+ * file system, views, size, sync, atomicity, info.
  *
  * Every collective here ends in aggio__agree(), so that a failure on one
- * rank (a bad argument, a refused open) is an error on all of them.
+ * rank (a bad argument, a refused open) is an error on all of them.  Data
+ * that write-behind still holds reaches the file before sync, close,
+ * set_size and atomic mode (aggio__flush_all).
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
-#include <sys/statfs.h>
 #include <unistd.h>
 
+#include "engine.h"
 #include "flatten.h"
 #include "info.h"
-#include "internal.h"
+#include "pool.h"
 
 /* ---- access modes --------------------------------------------------------- */
 
@@ -40,116 +40,36 @@ static int check_amode(int amode, struct aggio__err *e) {
   return 0;
 }
 
-/* ---- file system detection (rank 0, broadcast) ---------------------------- */
-
-struct fs_info {
-  int64_t block;
-  int dio_ok;          /* O_DIRECT open succeeded on rank 0 */
-  char fstype[32];
-  char dio_reason[160];
-};
-
-static const char *fs_name(long magic) {
-  switch ((unsigned long)magic) {
-  case 0xEF53: return "ext4";
-  case 0x58465342: return "xfs";
-  case 0x01021994: return "tmpfs";
-  case 0x0BD00BD0: return "lustre";
-  case 0x47504653: return "gpfs";
-  case 0x6969: return "nfs";
-  case 0x9123683E: return "btrfs";
-  case 0x794c7630: return "overlayfs";
-  case 0x19830326: return "beegfs";
-  case 0x65735546: return "fuse";
-  default: return "unknown";
-  }
-}
-
-static void detect_fs(aggio_file fh, struct fs_info *fi) {
-  struct statfs sf;
-  struct stat st;
-  memset(fi, 0, sizeof *fi);
-  fi->block = 4096;
-  snprintf(fi->fstype, sizeof fi->fstype, "unknown");
-  if (fstatfs(fh->fd, &sf) == 0)
-    snprintf(fi->fstype, sizeof fi->fstype, "%s", fs_name((long)sf.f_type));
-  if (fstat(fh->fd, &st) == 0 && st.st_blksize > fi->block)
-    fi->block = st.st_blksize;
-  if (fh->amode & MPI_MODE_RDONLY) {
-    snprintf(fi->dio_reason, sizeof fi->dio_reason, "file opened read-only");
-    return;
-  }
-  if (fh->hints.direct_io.num == AGGIO_DISABLE)
-    return;
-  int fd = open(fh->path, O_WRONLY | O_DIRECT);
-  if (fd < 0) {
-    snprintf(fi->dio_reason, sizeof fi->dio_reason,
-             "file system %s refuses O_DIRECT (%s)", fi->fstype, strerror(errno));
-    return;
-  }
-  close(fd);
-  fi->dio_ok = 1;
-}
-
 /* ---- opening -------------------------------------------------------------- */
 
-static int open_flags(int amode) {
-  if (amode & MPI_MODE_RDONLY)
-    return O_RDONLY;
-  /* Aggregators read-modify-write holes, so write-only files open O_RDWR
-   * where permissions allow. */
-  return O_RDWR;
-}
-
-static int posix_open(aggio_file fh, int create, struct aggio__err *e) {
-  int flags = open_flags(fh->amode);
-  if (create && (fh->amode & MPI_MODE_CREATE))
-    flags |= O_CREAT;
-  if (create && (fh->amode & MPI_MODE_EXCL))
-    flags |= O_EXCL;
-  /* The trace starts after the open (it needs the topology), so the open's
-   * times are kept and recorded then. */
-  fh->posix_open_t0 = aggio__now();
-  fh->fd = open(fh->path, flags, 0666);
-  if (fh->fd < 0 && errno == EACCES && (fh->amode & MPI_MODE_WRONLY))
-    fh->fd = open(fh->path, (flags & ~O_RDWR) | O_WRONLY, 0666);
-  fh->posix_open_t1 = aggio__now();
-  if (fh->fd < 0)
-    return aggio__fail(e, aggio__errno_code(errno), "rank %d: open(%s): %s",
-                       fh->rank, fh->path, strerror(errno));
-  return 0;
-}
-
 /* Rank 0 creates (and checks MPI_MODE_EXCL) first; the others open once it
- * has.  With romio_no_indep_rw only aggregators open at all. */
+ * has.  With romio_no_indep_rw only aggregators open at all.  Rank 0 probes
+ * the file system and every rank takes its answer. */
 static int open_everywhere(aggio_file fh, struct aggio__err *e) {
   int rc0 = 0;
   if (fh->rank == 0)
-    rc0 = posix_open(fh, 1, e);
+    rc0 = fh->store->open(fh, 1, e);
   MPI_Bcast(&rc0, 1, MPI_INT, 0, fh->comm);
   if (rc0 != 0) {
     if (fh->rank != 0)
-      aggio__fail(e, rc0, "rank 0 failed to open %s: %s", fh->path,
-                  aggio_strerror(rc0));
+      aggio__fail(e, rc0, "rank 0 failed to open %s: %s", fh->path, aggio_strerror(rc0));
     return rc0;
   }
   int needs_fd = !fh->hints.no_indep_rw.num || fh->my_aggr_index >= 0 || fh->rank == 0;
   if (fh->rank != 0 && needs_fd)
-    posix_open(fh, 0, e);
-  struct fs_info fi;
+    fh->store->open(fh, 0, e);
+  struct aggio__fs_info fi;
   if (fh->rank == 0)
-    detect_fs(fh, &fi);
+    fh->store->probe(fh, &fi);
   MPI_Bcast(&fi, (int)sizeof fi, MPI_BYTE, 0, fh->comm);
   fh->block = fi.block;
-  fh->dio_align = fi.block > 4096 ? fi.block : 4096;
+  fh->dio_align = fi.dio_align > 4096 ? fi.dio_align : 4096;
   snprintf(fh->fstype, sizeof fh->fstype, "%s", fi.fstype);
   if (fi.dio_reason[0])
-    snprintf(fh->hints.direct_io.ignored, sizeof fh->hints.direct_io.ignored,
-             "%s", fi.dio_reason);
-  if (fi.dio_ok && fh->fd >= 0) {
-    fh->fd_direct = open(fh->path, O_WRONLY | O_DIRECT);
-    fh->dio = fh->fd_direct >= 0 ? AGGIO_DIO_ON : AGGIO_DIO_OFF;
-  }
+    snprintf(fh->hints.direct_io.ignored, sizeof fh->hints.direct_io.ignored, "%s",
+             fi.dio_reason);
+  if (fi.dio_ok && fh->opened)
+    fh->store->open_direct(fh);
   return e->code;
 }
 
@@ -189,7 +109,7 @@ static int observability_open(aggio_file fh, struct aggio__err *e) {
   if (rc != 0)
     aggio__fail(e, rc, "rank %d: cannot start the trace: %s", fh->rank,
                 aggio_strerror(rc));
-  if (fh->trace && fh->fd >= 0)
+  if (fh->trace && fh->opened)
     aggio__trace_record(fh->trace, AGGIO_OP_POSIX_OPEN, -1, 0, 0,
                         fh->posix_open_t0, fh->posix_open_t1, 0);
   if (fh->hints.placement_display.num)
@@ -214,24 +134,56 @@ static void drop_view(struct aggio__view *v) {
   v->ft = NULL;
 }
 
+/* Frees every strategy's per-file state.  Collective (windows, threads):
+ * close and a change of hints call it on every rank. */
+static void strategies_fini(aggio_file fh) {
+  for (int i = 0; i < AGGIO_NSTRATEGIES; i++) {
+    const struct aggio__strategy_ops *s = aggio__strategy_at(i);
+    if ((fh->strategy_ready & (1u << i)) && s->fini)
+      s->fini(fh, fh->strategy_state[i]);
+    fh->strategy_state[i] = NULL;
+  }
+  fh->strategy_ready = 0;
+  fh->strategy_refused = 0;
+}
+
 static void release(aggio_file fh) {
   if (!fh)
     return;
-  if (fh->fd >= 0)
-    close(fh->fd);
-  if (fh->fd_direct >= 0)
-    close(fh->fd_direct);
+  if (fh->store)
+    fh->store->release(fh);
   drop_view(&fh->view);
   aggio__topology_free(fh);
   if (fh->trace)
     aggio__trace_discard(fh->trace);
   free(fh->stats);
-  free(fh->bounce);
+  if (fh->summary_op != MPI_OP_NULL)
+    MPI_Op_free(&fh->summary_op);
+  if (fh->summary_type != MPI_DATATYPE_NULL)
+    MPI_Type_free(&fh->summary_type);
   if (fh->comm != MPI_COMM_NULL)
     MPI_Comm_free(&fh->comm);
+  aggio__faults_free(fh->faults);
   free(fh->path);
   pthread_mutex_destroy(&fh->trace_lock);
   free(fh);
+}
+
+/* The reduction of the call summary (plan.c's merge as an MPI_Op). */
+static void summary_reduce(void *in, void *inout, int *len, MPI_Datatype *type) {
+  (void)type;
+  const struct aggio__call_summary *a = in;
+  struct aggio__call_summary *b = inout;
+  for (int i = 0; i < *len; i++)
+    aggio__summary_merge(&a[i], &b[i]);
+}
+
+static int make_summary_op(aggio_file fh) {
+  if (MPI_Type_contiguous(AGGIO_SUMMARY_FIELDS, MPI_INT64_T, &fh->summary_type) != MPI_SUCCESS ||
+      MPI_Type_commit(&fh->summary_type) != MPI_SUCCESS ||
+      MPI_Op_create(summary_reduce, 1, &fh->summary_op) != MPI_SUCCESS)
+    return AGGIO_ERR_MPI;
+  return 0;
 }
 
 static aggio_file new_handle(MPI_Comm comm, const char *filename, int amode,
@@ -241,10 +193,11 @@ static aggio_file new_handle(MPI_Comm comm, const char *filename, int amode,
     aggio__fail(e, AGGIO_ERR_NOMEM, "out of memory");
     return NULL;
   }
-  fh->fd = fh->fd_direct = -1;
   fh->comm = MPI_COMM_NULL;
-  fh->shm_comm = MPI_COMM_NULL;
-  fh->shm_win = MPI_WIN_NULL;
+  fh->node_comm = MPI_COMM_NULL;
+  fh->summary_type = MPI_DATATYPE_NULL;
+  fh->summary_op = MPI_OP_NULL;
+  fh->store = &aggio__storage_posix;
   pthread_mutex_init(&fh->trace_lock, NULL);
   fh->amode = amode;
   fh->auto_previous = -1;
@@ -261,6 +214,9 @@ static aggio_file new_handle(MPI_Comm comm, const char *filename, int amode,
   MPI_Comm_set_errhandler(fh->comm, MPI_ERRORS_RETURN);
   MPI_Comm_rank(fh->comm, &fh->rank);
   MPI_Comm_size(fh->comm, &fh->nprocs);
+  fh->faults = aggio__faults_new(fh->rank);
+  if (make_summary_op(fh) != 0)
+    aggio__fail(e, AGGIO_ERR_MPI, "rank %d: cannot create the summary reduction", fh->rank);
   return fh;
 }
 
@@ -314,10 +270,15 @@ int aggio_file_open(MPI_Comm comm, const char *filename, int amode,
   fh->strategy = aggio__strategy_find(fh->hints.strategy.str);
   if (!fh->strategy)
     fh->strategy = &aggio__strategy_auto;
-  if (amode & MPI_MODE_APPEND) {
+  if (amode & MPI_MODE_APPEND) { /* the pointer starts at the end, on every rank */
     MPI_Offset size = 0;
     aggio__file_size(fh, &size, &e);
     fh->fp_ind = size;
+    if (aggio__agree(fh->comm, &e) != 0) {
+      strategies_fini(fh);
+      release(fh);
+      return aggio__finish(&e);
+    }
   }
   if (fh->rank == 0 && getenv_nonempty("AGGIO_HINTS_DISPLAY"))
     aggio__hints_display(&fh->hints, fh->path, stdout);
@@ -330,6 +291,9 @@ int aggio_file_open(MPI_Comm comm, const char *filename, int amode,
   return AGGIO_SUCCESS;
 }
 
+/* Close: what write-behind holds reaches the file (its failures, and any
+ * earlier deferred one, are this close's outcome on every rank), the
+ * strategies' state and the I/O threads go, then the descriptors. */
 int aggio_file_close(aggio_file *fhp) {
   struct aggio__err e = {0};
   if (!fhp || !*fhp) {
@@ -338,20 +302,11 @@ int aggio_file_close(aggio_file *fhp) {
   }
   aggio_file fh = *fhp;
   double t0 = aggio__now();
-  if (fh->fd_direct >= 0 && close(fh->fd_direct) != 0)
-    aggio__fail(&e, aggio__errno_code(errno), "rank %d: close(%s): %s", fh->rank,
-                fh->path, strerror(errno));
-  fh->fd_direct = -1;
-  if (fh->fd >= 0) {
-    double c0 = fh->trace ? aggio__now() : 0.0;
-    if (close(fh->fd) != 0)
-      aggio__fail(&e, aggio__errno_code(errno), "rank %d: close(%s): %s",
-                  fh->rank, fh->path, strerror(errno));
-    if (fh->trace)
-      aggio__trace_record(fh->trace, AGGIO_OP_POSIX_CLOSE, -1, 0, 0, c0,
-                          aggio__now(), 0);
-  }
-  fh->fd = -1;
+  aggio__flush_all(fh, &e);
+  strategies_fini(fh);
+  aggio__pool_free(fh->pool);
+  fh->pool = NULL;
+  fh->store->close(fh, &e);
   MPI_Barrier(fh->comm); /* every rank closed before any unlink */
   if ((fh->amode & MPI_MODE_DELETE_ON_CLOSE) && fh->rank == 0 &&
       unlink(fh->path) != 0)
@@ -360,7 +315,7 @@ int aggio_file_close(aggio_file *fhp) {
   if (fh->stats)
     aggio__phase_add(fh->stats, AGGIO_P_CLOSE, aggio__now() - t0);
   if (fh->trace) {
-    aggio__trace_record(fh->trace, AGGIO_OP_CLOSE, -1, 0, 0, t0, aggio__now(), 0);
+    aggio__trace_record_locked(fh, AGGIO_OP_CLOSE, -1, 0, 0, t0, aggio__now(), 0);
     int rc = aggio__trace_close(fh, fh->trace);
     fh->trace = NULL;
     if (rc != 0)
@@ -470,7 +425,8 @@ static MPI_Datatype keep_type(MPI_Datatype t) {
   return d;
 }
 
-/* After hints change: recompute what depends on them. */
+/* After hints change: recompute what depends on them (the strategies'
+ * state was flushed and freed before). */
 static void hints_changed(aggio_file fh, struct aggio__err *e) {
   fh->auto_previous = -1;
   aggio__topology_free(fh);
@@ -492,10 +448,27 @@ static int apply_info(aggio_file fh, MPI_Info info, struct aggio__err *e) {
   if (aggio__hints_check_same(fh->comm, &h, fh->rank, e) != 0)
     return e->code;
   int changed = !aggio__hints_match_equal(&fh->hints, &h);
+  if (changed && aggio__flush_all(fh, e) != 0)
+    return e->code;
+  if (changed)
+    strategies_fini(fh);
   fh->hints = h;
   if (changed)
     hints_changed(fh, e);
   return e->code;
+}
+
+/* The set_view record (docs/trace-format.md): displacement, etype size and
+ * filetype size, and flag 4 when the filetype is contiguous, so that a
+ * reader can turn later offsets (in etypes) into bytes. */
+static void trace_view(aggio_file fh, double t0) {
+  if (!fh->trace)
+    return;
+  const struct aggio__flat *ft = fh->view.ft;
+  int contiguous = !ft || (ft->n == 1 && ft->off[0] == 0 && ft->len[0] == ft->extent);
+  aggio__trace_record_locked(fh, AGGIO_OP_SET_VIEW, fh->view.disp, fh->view.etype_size,
+                             ft ? ft->size : fh->view.etype_size, t0, aggio__now(),
+                             2 | (contiguous ? 4 : 0));
 }
 
 int aggio_file_set_view(aggio_file fh, MPI_Offset disp, MPI_Datatype etype,
@@ -508,6 +481,7 @@ int aggio_file_set_view(aggio_file fh, MPI_Offset disp, MPI_Datatype etype,
   }
   struct aggio__flat *ft = NULL;
   int64_t esize = 0;
+  double t0 = fh->trace ? aggio__now() : 0.0;
   check_view(fh, disp, etype, filetype, datarep, &ft, &esize, &e);
   if (aggio__agree(fh->comm, &e) != 0 || apply_info(fh, info, &e) != 0 ||
       aggio__agree(fh->comm, &e) != 0) {
@@ -523,6 +497,7 @@ int aggio_file_set_view(aggio_file fh, MPI_Offset disp, MPI_Datatype etype,
   fh->view.ft = ft;
   drop_view(&old);
   fh->fp_ind = 0;
+  trace_view(fh, t0);
   return AGGIO_SUCCESS;
 }
 
@@ -542,15 +517,21 @@ int aggio_file_get_view(aggio_file fh, MPI_Offset *disp, MPI_Datatype *etype,
   return aggio__finish(&e);
 }
 
-/* ---- size, sync, info ----------------------------------------------------- */
+/* ---- size, sync, atomicity, info ------------------------------------------ */
 
 int aggio__file_size(aggio_file fh, MPI_Offset *size, struct aggio__err *e) {
-  struct stat st;
-  int rc = fh->fd >= 0 ? fstat(fh->fd, &st) : stat(fh->path, &st);
-  if (rc != 0)
-    return aggio__fail(e, aggio__errno_code(errno), "rank %d: stat(%s): %s",
-                       fh->rank, fh->path, strerror(errno));
-  *size = (MPI_Offset)st.st_size;
+  int64_t n = 0;
+  if (fh->store->size(fh, &n, e) != 0)
+    return e->code;
+  /* what this rank wrote may still be in its node's cache */
+  for (int i = 0; i < AGGIO_NSTRATEGIES; i++) {
+    const struct aggio__strategy_ops *s = aggio__strategy_at(i);
+    if ((fh->strategy_ready & (1u << i)) && s->held_end) {
+      int64_t end = s->held_end(fh, fh->strategy_state[i]);
+      n = end > n ? end : n;
+    }
+  }
+  *size = (MPI_Offset)n;
   return 0;
 }
 
@@ -565,46 +546,79 @@ int aggio_file_get_size(aggio_file fh, MPI_Offset *size) {
   return aggio__finish(&e);
 }
 
+/* Collective check that every rank passed the same value. */
+static void check_same(aggio_file fh, int64_t v, const char *what, struct aggio__err *e) {
+  int64_t range[2] = {v, -v}, agreed[2];
+  MPI_Allreduce(range, agreed, 2, MPI_INT64_T, MPI_MIN, fh->comm);
+  if (e->code == 0 && agreed[0] != -agreed[1])
+    aggio__fail(e, AGGIO_ERR_NOT_SAME, "rank %d: %s differs between ranks", fh->rank, what);
+}
+
 int aggio_file_set_size(aggio_file fh, MPI_Offset size) {
   struct aggio__err e = {0};
   if (!fh) {
     aggio__fail(&e, AGGIO_ERR_BAD_FILE, "fh is NULL");
     return aggio__finish(&e);
   }
+  double t0 = (fh->trace || fh->stats) ? aggio__now() : 0.0;
   if (size < 0)
     aggio__fail(&e, AGGIO_ERR_OFFSET, "rank %d: negative size %lld", fh->rank,
                 (long long)size);
   else if (fh->amode & MPI_MODE_RDONLY)
     aggio__fail(&e, AGGIO_ERR_READ_ONLY, "rank %d: file is read-only", fh->rank);
-  MPI_Offset range[2] = {size, -size}, agreed[2];
-  MPI_Allreduce(range, agreed, 2, MPI_OFFSET, MPI_MIN, fh->comm);
-  if (e.code == 0 && agreed[0] != -agreed[1])
-    aggio__fail(&e, AGGIO_ERR_NOT_SAME, "rank %d: size differs between ranks",
-                fh->rank);
-  if (aggio__agree(fh->comm, &e) == 0 && fh->rank == 0) {
-    double t0 = fh->trace ? aggio__now() : 0.0;
-    if (ftruncate(fh->fd, (off_t)size) != 0)
-      aggio__fail(&e, aggio__errno_code(errno), "rank 0: ftruncate(%s): %s",
-                  fh->path, strerror(errno));
-    if (fh->trace)
-      aggio__trace_record(fh->trace, AGGIO_OP_POSIX_FTRUNCATE, size, 0, 0, t0,
-                          aggio__now(), 0);
-  }
+  check_same(fh, size, "size", &e);
+  /* held data reaches the file first, so that the truncation cuts it too */
+  if (aggio__agree(fh->comm, &e) == 0 && aggio__flush_all(fh, &e) == 0 && fh->rank == 0)
+    fh->store->truncate(fh, size, &e);
   aggio__agree(fh->comm, &e);
+  if (fh->trace)
+    aggio__trace_record_locked(fh, AGGIO_OP_SET_SIZE, size, 0, 0, t0, aggio__now(), 2);
+  if (fh->stats)
+    aggio__phase_add(fh->stats, AGGIO_P_SYNC, aggio__now() - t0);
   return aggio__finish(&e);
 }
 
+/* Sync: what write-behind holds reaches the file, then the file reaches
+ * the device; a deferred failure is this sync's outcome on every rank. */
 int aggio_file_sync(aggio_file fh) {
   struct aggio__err e = {0};
   if (!fh) {
     aggio__fail(&e, AGGIO_ERR_BAD_FILE, "fh is NULL");
     return aggio__finish(&e);
   }
-  double t0 = fh->trace ? aggio__now() : 0.0;
+  double t0 = (fh->trace || fh->stats) ? aggio__now() : 0.0;
+  aggio__flush_local(fh, &e);
   aggio__fsync(fh, &e);
   aggio__agree(fh->comm, &e);
   if (fh->trace)
-    aggio__trace_record(fh->trace, AGGIO_OP_SYNC, -1, 0, 0, t0, aggio__now(), 2);
+    aggio__trace_record_locked(fh, AGGIO_OP_SYNC, -1, 0, 0, t0, aggio__now(), 2);
+  if (fh->stats)
+    aggio__phase_add(fh->stats, AGGIO_P_SYNC, aggio__now() - t0);
+  return aggio__finish(&e);
+}
+
+/* Atomic mode: held data reaches the file first, and from then on no
+ * strategy holds data between calls; accesses lock their byte ranges. */
+int aggio_file_set_atomicity(aggio_file fh, int flag) {
+  struct aggio__err e = {0};
+  if (!fh) {
+    aggio__fail(&e, AGGIO_ERR_BAD_FILE, "fh is NULL");
+    return aggio__finish(&e);
+  }
+  check_same(fh, flag != 0, "the atomicity flag", &e);
+  if (aggio__agree(fh->comm, &e) == 0 && flag && aggio__flush_all(fh, &e) == 0)
+    fh->atomic = 1;
+  else if (e.code == 0)
+    fh->atomic = 0;
+  return aggio__finish(&e);
+}
+
+int aggio_file_get_atomicity(aggio_file fh, int *flag) {
+  struct aggio__err e = {0};
+  if (!fh || !flag)
+    aggio__fail(&e, fh ? AGGIO_ERR_ARG : AGGIO_ERR_BAD_FILE, "NULL argument");
+  else
+    *flag = fh->atomic;
   return aggio__finish(&e);
 }
 

@@ -130,10 +130,13 @@ static const struct word strategy_words[] = {{"auto", AGGIO_STRAT_AUTO},
                                              {"automatic", AGGIO_STRAT_AUTO},
                                              {"independent", AGGIO_STRAT_INDEPENDENT},
                                              {"two_phase", AGGIO_STRAT_TWO_PHASE},
+                                             {"write_behind", AGGIO_STRAT_WRITE_BEHIND},
+                                             {"write-behind", AGGIO_STRAT_WRITE_BEHIND},
                                              {"two-phase", AGGIO_STRAT_TWO_PHASE},
                                              {"twophase", AGGIO_STRAT_TWO_PHASE},
                                              {NULL, 0}};
-static const char *const strategy_canon[] = {"auto", "independent", "two_phase"};
+static const char *const strategy_canon[] = {"auto", "independent", "two_phase",
+                                             "write_behind"};
 
 /* Looks the span up in a word list; 0 and *num on success, -1 if absent. */
 static int parse_word(const struct word *w, const char *b, const char *e, int64_t *num) {
@@ -212,7 +215,7 @@ static const char *kind_expect(enum aggio__hint_kind kind) {
   switch (kind) {
   case AGGIO_HK_TRISTATE: return "not enable, disable or automatic";
   case AGGIO_HK_BOOL: return "not true or false";
-  case AGGIO_HK_STRATEGY: return "not auto, independent or two_phase";
+  case AGGIO_HK_STRATEGY: return "not auto, independent, two_phase or write_behind";
   case AGGIO_HK_INT: return "not a non-negative integer";
   case AGGIO_HK_SIZE: return "not a size";
   default: return "not valid";

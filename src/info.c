@@ -188,31 +188,44 @@ static uint64_t fnv1a(const char *s) {
   return x;
 }
 
-/* Names the first hint whose value differs from rank 0's.  Both strings
- * come from must_match_string, so they fit AGGIO_MM_LEN. */
-static void describe_mismatch(MPI_Comm comm, const char *mine, int rank,
-                              struct aggio__err *e) {
-  char root[AGGIO_MM_LEN];
-  if (rank == 0)
-    snprintf(root, sizeof root, "%s", mine);
-  MPI_Bcast(root, AGGIO_MM_LEN, MPI_CHAR, 0, comm);
-  const char *a = mine, *b = root;
+/* The first "key=value;" entry where a and b differ, as "key: a vs b". */
+static void first_difference(const char *a, const char *b, char *out, size_t cap) {
   while (*a && *b) {
     const char *ea = strchr(a, ';'), *eb = strchr(b, ';');
     if (!ea || !eb)
       break;
     if ((ea - a) != (eb - b) || strncmp(a, b, (size_t)(ea - a)) != 0) {
-      aggio__fail(e, AGGIO_ERR_HINT_MISMATCH,
-                  "rank %d: hint differs between ranks: this rank has %.*s, "
-                  "rank 0 has %.*s", rank, (int)(ea - a), a, (int)(eb - b), b);
-      break;
+      const char *key_end = memchr(a, '=', (size_t)(ea - a));
+      int klen = key_end ? (int)(key_end - a) : (int)(ea - a);
+      const char *va = key_end ? key_end + 1 : ea;
+      const char *vb = b + klen + 1 <= eb ? b + klen + 1 : eb;
+      snprintf(out, cap, "%.*s (%.*s on one rank, %.*s on another)", klen, a,
+               (int)(ea - va), va, (int)(eb - vb), vb);
+      return;
     }
     a = ea + 1;
     b = eb + 1;
   }
-  aggio__fail(e, AGGIO_ERR_HINT_MISMATCH,
-              "rank %d: hints differ between ranks (this rank agrees with rank 0; "
-              "another rank does not)", rank);
+  snprintf(out, cap, "(unknown)");
+}
+
+/* Every rank names the same hint: the first that differs between rank 0
+ * and the lowest rank that disagrees with it, with both values. */
+static void describe_mismatch(MPI_Comm comm, const char *mine, uint64_t hash, int rank,
+                              struct aggio__err *e) {
+  char root[AGGIO_MM_LEN], other[AGGIO_MM_LEN], what[2 * AGGIO_MM_LEN];
+  uint64_t root_hash = hash;
+  MPI_Bcast(&root_hash, 1, MPI_UINT64_T, 0, comm);
+  int size, odd = hash != root_hash ? rank : INT32_MAX, first;
+  MPI_Comm_size(comm, &size);
+  MPI_Allreduce(&odd, &first, 1, MPI_INT, MPI_MIN, comm);
+  snprintf(root, sizeof root, "%s", mine);
+  snprintf(other, sizeof other, "%s", mine);
+  MPI_Bcast(root, AGGIO_MM_LEN, MPI_CHAR, 0, comm);
+  MPI_Bcast(other, AGGIO_MM_LEN, MPI_CHAR, first < size ? first : 0, comm);
+  first_difference(root, other, what, sizeof what);
+  aggio__fail(e, AGGIO_ERR_HINT_MISMATCH, "rank %d: hint %s differs between ranks: rank 0 "
+              "and rank %d disagree", rank, what, first < size ? first : 0);
 }
 
 int aggio__hints_check_same(MPI_Comm comm, const struct aggio__hints *h, int rank,
@@ -225,7 +238,7 @@ int aggio__hints_check_same(MPI_Comm comm, const struct aggio__hints *h, int ran
   MPI_Allreduce(&x, &hi, 1, MPI_UINT64_T, MPI_MAX, comm);
   if (lo == hi)
     return 0;
-  describe_mismatch(comm, buf, rank, e);
+  describe_mismatch(comm, buf, x, rank, e);
   return e->code;
 }
 

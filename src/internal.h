@@ -1,14 +1,18 @@
 /*
  * internal.h - what the library's files share: the file handle, the access
- * description handed to strategies, the strategy function table, the POSIX
- * layer and error helpers.
+ * description handed to strategies, the strategy function table and error
+ * helpers.  The engine that runs operations is engine.h; the storage edge
+ * (the only code that touches the file) is storage.h.
  *
- * Communicators made per file (see file.c):
+ * Communicators made per file (file.c, nodes.c):
  *   fh->comm      dup of the user's communicator; all of this file's
  *                 collective traffic runs on it so it never mixes with the
  *                 application's messages.
- *   fh->node_comm the ranks of this rank's (possibly emulated) node, used to
- *                 find hosts and node leaders; MPI_COMM_NULL after open.
+ *   fh->node_comm the ranks of this rank's node (the emulated node when
+ *                 aggio_emulate_nodes is set): ranks that share memory.
+ *                 Strategies that use shared memory allocate their windows
+ *                 on it, so that emulated nodes exercise the paths that mix
+ *                 shared-memory copies with messages as real nodes do.
  */
 #ifndef AGGIO_INTERNAL_H
 #define AGGIO_INTERNAL_H
@@ -24,6 +28,7 @@
 #include "hints.h"
 #include "plan.h"
 #include "stats.h"
+#include "storage.h"
 #include "trace.h"
 
 #define AGGIO_ERRMSG_LEN 512
@@ -46,6 +51,14 @@ int aggio__errno_code(int err);
  * Returns the agreed code. */
 int aggio__agree(MPI_Comm comm, struct aggio__err *e);
 
+/* The same agreement carried in one int64 (code in the high half, rank in
+ * the low half) so that it travels inside a larger reduction; MIN picks the
+ * most negative code and, among equals, the lowest rank.  0 means success. */
+int64_t aggio__err_encode(int code, int rank);
+/* Applies an agreed encoded outcome to e ("rank R failed: ..." when this
+ * rank did not fail itself) and returns the agreed code. */
+int aggio__err_decode(int64_t agreed, struct aggio__err *e);
+
 /* Stores e->msg as the thread's aggio_error_message() and returns e->code. */
 int aggio__finish(const struct aggio__err *e);
 
@@ -62,57 +75,69 @@ struct aggio__view {
 /* ---- direct I/O ---------------------------------------------------------- */
 
 enum aggio__dio_state {
-  AGGIO_DIO_OFF = 0,     /* disabled by hint, read-only file, or refused */
+  AGGIO_DIO_OFF = 0,     /* disabled by hint, or refused */
   AGGIO_DIO_ON = 1
 };
 
 /* ---- the file handle ------------------------------------------------------ */
 
 struct aggio__strategy_ops;
+struct aggio__pool;
+
+/* Strategies with per-file state: an index into fh->strategy_state. */
+#define AGGIO_NSTRATEGIES 4
 
 struct aggio_file_s {
   MPI_Comm comm;
   int rank, nprocs;
   char *path;
   int amode;
-  int fd;                 /* buffered descriptor; -1 when this rank did not open */
-  int fd_direct;          /* O_DIRECT descriptor for writes, or -1 */
+  int opened;             /* this rank opened the file (romio_no_indep_rw: only
+                           * aggregators and rank 0 do) */
+  int atomic;             /* MPI atomic mode (aggio_file_set_atomicity) */
+  int wrote_alone;        /* an independent write since the last collective call */
+  const struct aggio__storage_ops *store; /* the storage edge (storage.h) */
+  void *store_state;      /* the back end's own state */
+  struct aggio__faults *faults; /* AGGIO_FAULTS for tests, or NULL */
   int dio;                /* enum aggio__dio_state */
   int64_t dio_align;      /* offset/length/memory alignment for O_DIRECT */
   int64_t block;          /* file-system block size (st_blksize), agreed */
-  void *bounce;           /* aligned bounce buffer for O_DIRECT, lazily made */
-  int64_t bounce_len;
   char fstype[32];        /* "ext4", "tmpfs", "lustre", ... */
   struct aggio__hints hints;
   struct aggio__view view;
   MPI_Offset fp_ind;      /* individual file pointer, in etypes */
 
-  /* topology, agreed at open */
+  /* topology, agreed at open (nodes.c) */
   int nnodes;
-  int *node_of_rank;      /* nprocs entries */
+  int *node_of_rank;      /* nprocs entries: (emulated) node of each rank */
   char **node_names;      /* nnodes entries */
   int *aggr;              /* aggregator ranks, sorted */
   int naggr;
   int my_aggr_index;      /* index into aggr, or -1 */
-  struct aggio__summary *summary; /* nprocs entries, reused by every call */
+  MPI_Comm node_comm;     /* ranks of this rank's (emulated) node */
 
-  /* same-node shared memory (shm.c) */
-  MPI_Comm shm_comm;      /* the ranks of this rank's real node */
-  int *leader_of_rank;    /* real node of each rank, as its first rank */
-  MPI_Win shm_win;        /* aggregator buffers, or MPI_WIN_NULL */
-  int64_t shm_slot;       /* bytes of one aggregator buffer */
-  int single_node;        /* every rank on one real node */
-  char **shm_aggr;        /* [naggr]: first buffer of each same-node aggregator, or NULL */
-
+  /* strategies: the configured one, and the per-file state of each that
+   * has run (made collectively at its first operation, see engine.c) */
   const struct aggio__strategy_ops *strategy;
+  void *strategy_state[AGGIO_NSTRATEGIES];
+  unsigned strategy_ready; /* bit i: strategy i's init ran */
+  unsigned strategy_refused; /* bit i: strategy i's init failed (auto avoids it) */
   const char *strategy_used;   /* strategy of the last collective call ("" none) */
-  int auto_previous;           /* auto's last choice: -1 none, 0 independent, 1 two-phase */
+  int auto_previous;           /* auto's last choice, enum aggio__auto_choice or -1 */
+  struct aggio__pool *pool;    /* I/O threads for this file (pool.c), lazily */
+  MPI_Datatype summary_type;   /* struct aggio__call_summary, and its reduction */
+  MPI_Op summary_op;
+
   struct aggio__stats *stats;  /* NULL unless stats or timers are on */
   struct aggio__trace *trace;  /* NULL unless tracing is on */
   pthread_mutex_t trace_lock;  /* I/O threads record POSIX calls too */
   double open_time;            /* seconds taken by open, for the timers */
   double posix_open_t0, posix_open_t1; /* the open(2), traced once the trace starts */
 };
+
+/* A trace record taken under the file's trace lock (any thread). */
+void aggio__trace_record_locked(aggio_file fh, int op, int64_t offset, int64_t length,
+                                int64_t type_size, double t0, double t1, int flags);
 
 /* ---- one rank's side of a data access ------------------------------------ */
 
@@ -124,109 +149,90 @@ struct aggio__access {
   struct aggio__extents file; /* file ranges in stream order */
   char *stream;               /* user buffer, or a packed copy */
   int64_t nbytes;             /* total bytes requested */
-  int64_t done;               /* bytes transferred (short at EOF on reads) */
-  int prep_error;             /* this rank's arguments were bad (collective
-                               * calls: the strategy makes all ranks skip) */
 };
 
 /* ---- aggregation strategies ----------------------------------------------- */
 
-/* One strategy per file, each exporting one of these.  The functions run
- * collectively over fh->comm; they return this rank's code and must complete
- * every exchange that peers expect even after a local failure (the caller
- * then agrees on the outcome), so that no rank hangs. */
+struct aggio__op;
+
+/* One strategy per file, each exporting one of these (read
+ * strategy_independent.c first: it is the reference).  A NULL slot means
+ * the strategy has nothing to do there.  Operations run through the engine
+ * (engine.h): `start` receives a collective operation whose arguments every
+ * rank has agreed on and sets its first step; steps never block unless the
+ * operation is blocking, and never leave a peer waiting after a local
+ * failure. */
 struct aggio__strategy_ops {
   const char *name;
-  int (*write_all)(aggio_file fh, struct aggio__access *acc, struct aggio__err *e);
-  int (*read_all)(aggio_file fh, struct aggio__access *acc, struct aggio__err *e);
+  int id;  /* index into fh->strategy_state (registry order) */
+  /* Per-file state, made collectively over fh->comm before the strategy's
+   * first operation on the file; fini at close, or when hints change. */
+  int (*init)(aggio_file fh, void **state, struct aggio__err *e);
+  void (*fini)(aggio_file fh, void *state);
+  /* Only for auto: the strategy that runs this operation (pure: the same
+   * on every rank, from the agreed summary). */
+  const struct aggio__strategy_ops *(*choose)(aggio_file fh, const struct aggio__op *op,
+                                              char *why, size_t whylen);
+  /* Begins an agreed collective operation: sets op's first step. */
+  int (*start)(struct aggio__op *op);
+  /* Strategies that keep data between calls (write-behind): */
+  /* what it holds, into this rank's summary (flags AGGIO_SF_*, the range
+   * of written data held), and a deferred error to report; called at the
+   * start of every collective operation */
+  void (*contribute)(aggio_file fh, void *state, struct aggio__call_summary *mine,
+                     struct aggio__err *e);
+  /* writes out what it holds and forgets what it read; local part of a
+   * collective flush (sync, close, set_size, atomic mode, a strategy switch) */
+  int (*flush)(aggio_file fh, void *state, struct aggio__err *e);
+  /* before an independent access of this rank: make the bytes it touches
+   * consistent (MPI's same-process rule) */
+  int (*before_independent)(aggio_file fh, void *state, const struct aggio__access *acc,
+                            struct aggio__err *e);
+  /* end of the data this rank's node holds for the file (get_size), or 0 */
+  int64_t (*held_end)(aggio_file fh, void *state);
 };
 
 extern const struct aggio__strategy_ops aggio__strategy_independent;
 extern const struct aggio__strategy_ops aggio__strategy_two_phase;
+extern const struct aggio__strategy_ops aggio__strategy_write_behind;
 extern const struct aggio__strategy_ops aggio__strategy_auto;
-
-/* Allgathers every rank's summary into all[nprocs]. */
-int aggio__gather_summary(aggio_file fh, const struct aggio__access *acc,
-                          struct aggio__summary *all, struct aggio__err *e);
-
-/* Two-phase collective buffering with the summaries already gathered (auto
- * gathers them to decide, and passes them on). */
-int aggio__two_phase_run(aggio_file fh, struct aggio__access *acc,
-                         const struct aggio__summary *all, struct aggio__err *e);
-
-/* The independent strategy's data path once the ranks have agreed that
- * every rank's arguments are good (auto gathers that itself). */
-int aggio__independent_agreed(aggio_file fh, struct aggio__access *acc,
-                              struct aggio__err *e);
 
 /* Looks a strategy up by name; NULL if unknown. */
 const struct aggio__strategy_ops *aggio__strategy_find(const char *name);
-
-/* ---- the POSIX layer (posix.c) -------------------------------------------- */
-
-/* Flags for the POSIX helpers. */
-#define AGGIO_IO_AGGREGATOR 1 /* called while acting as aggregator (trace) */
-
-/* Writes len bytes of buf at off, looping over short writes and EINTR.  Uses
- * O_DIRECT for the aligned middle when fh->dio is on and the piece is large
- * enough; unaligned head and tail go through the buffered descriptor.  buf
- * need not be aligned: when (buf - off) is not aligned, the middle goes
- * through an aligned bounce buffer. */
-int aggio__pwrite(aggio_file fh, const void *buf, int64_t len, int64_t off,
-                  int flags, struct aggio__err *e);
-/* Reads up to len bytes at off; *got is the count before end of file. */
-int aggio__pread(aggio_file fh, void *buf, int64_t len, int64_t off,
-                 int64_t *got, int flags, struct aggio__err *e);
-int aggio__fsync(aggio_file fh, struct aggio__err *e);
-/* Aligned allocation for aggregator buffers (free with free()). */
-void *aggio__alloc_aligned(int64_t len, int64_t align);
+/* The registry, for the engine's hooks over every strategy with state. */
+const struct aggio__strategy_ops *aggio__strategy_at(int i);
 
 /* ---- topology (nodes.c) ---------------------------------------------------- */
 
 /* Collective at open: finds nodes (MPI_COMM_TYPE_SHARED groups, split into
  * emulated nodes by the aggio_emulate_nodes hint), names them, and chooses
  * the aggregators from cb_config_list / cb_nodes.  Fills nnodes,
- * node_of_rank, node_names, aggr, naggr, my_aggr_index. */
+ * node_of_rank, node_names, aggr, naggr, my_aggr_index, node_comm. */
 int aggio__topology(aggio_file fh, struct aggio__err *e);
 void aggio__topology_free(aggio_file fh);
 
-/* ---- same-node shared memory (shm.c) -------------------------------------- */
-
-/* Collective over fh->comm (each node allocates on its own): makes two
- * buffers of `slot` bytes (page-aligned) per aggregator in a shared window
- * of its node, unless there already are, and maps every same-node
- * aggregator's buffers.  Returns 1 when shared memory is in use, 0 when not
- * (disabled by hint or refused by MPI: then messages carry everything). */
-int aggio__shm_ensure(aggio_file fh, int64_t slot);
-/* Buffer s (0 or 1) of aggregator i, or NULL when i is on another node or
- * shared memory is off. */
-char *aggio__shm_buffer(aggio_file fh, int i, int s);
-/* Pieces one sender can post to one aggregator's mailbox per call. */
-#define AGGIO_MAILBOX_CAP 4096
-/* Mailbox of aggregator i for `sender`: [0] = count, then (offset, length)
- * pairs; NULL when shared memory is off or i is on another node. */
-int64_t *aggio__shm_mailbox(aggio_file fh, int i, int sender);
-/* A barrier of this rank's node with the memory synchronisation the MPI
- * shared-memory model asks for around it. */
-void aggio__shm_barrier(aggio_file fh);
-void aggio__shm_free(aggio_file fh);
-
 /* ---- helpers shared by the data-access entry points ------------------------ */
 
-/* The reference data path: one pread/pwrite per file range of acc, no
- * communication (io.c).  Reads zero-fill past end of file. */
-int aggio__independent_rw(aggio_file fh, struct aggio__access *acc,
-                          struct aggio__err *e);
-
-/* Current file size (fstat) or a negative code. */
+/* Current file size as this rank must see it: the file's, or further when
+ * this node still holds written data (write-behind). */
 int aggio__file_size(aggio_file fh, MPI_Offset *size, struct aggio__err *e);
 
-/* Portable ceil/floor for alignment. */
+/* Aligned allocation for aggregator buffers (free with free()). */
+void *aggio__alloc_aligned(int64_t len, int64_t align);
+/* malloc/calloc that AGGIO_FAULTS can make fail (alloc), for the small
+ * allocations whose failure paths must be tested. */
+void *aggio__malloc(aggio_file fh, size_t n);
+void *aggio__calloc(aggio_file fh, size_t n, size_t size);
+
+/* Portable ceil/floor for alignment (x and a non-negative; callers keep x
+ * well below INT64_MAX - a). */
 static inline int64_t aggio__round_down(int64_t x, int64_t a) {
   return a > 0 ? x - (((x % a) + a) % a) : x;
 }
 static inline int64_t aggio__round_up(int64_t x, int64_t a) {
-  return a > 0 ? aggio__round_down(x + a - 1, a) : x;
+  if (a <= 0 || x > INT64_MAX - a)
+    return x;
+  return aggio__round_down(x + a - 1, a);
 }
 
 #endif

@@ -1,17 +1,17 @@
 /*
  * io.c - the data-access entry points (read/write, at/individual pointer,
  * independent/collective).  Each reduces its arguments to a struct
- * aggio__access: the file ranges from the view, and a contiguous data
- * stream (the user's buffer when its datatype is contiguous, else a packed
- * copy), then hands it to the POSIX layer (independent calls) or the file's
- * strategy (collective calls), and agrees on the outcome.
+ * aggio__access (the file ranges from the view, and a contiguous data
+ * stream: the user's buffer when its datatype is contiguous, else a packed
+ * copy), makes an operation of it and runs it through the engine
+ * (engine.h): a blocking call is "start, then wait".
  */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine.h"
 #include "flatten.h"
-#include "internal.h"
 
 struct call {
   aggio_file fh;
@@ -33,10 +33,8 @@ static int trace_op(const struct call *c) {
   return c->is_write ? AGGIO_OP_WRITE_AT : AGGIO_OP_READ_AT;
 }
 
-/* Checks the arguments; builds the access.  Local: no communication. */
-static int prepare(struct call *c, struct aggio__access *acc, struct aggio__err *e) {
+static int check_mode(const struct call *c, struct aggio__err *e) {
   aggio_file fh = c->fh;
-  char msg[256] = "";
   if (c->count < 0)
     return aggio__fail(e, AGGIO_ERR_ARG, "rank %d: negative count %d", fh->rank, c->count);
   if (c->offset < 0)
@@ -48,9 +46,36 @@ static int prepare(struct call *c, struct aggio__access *acc, struct aggio__err 
   if (!c->is_write && (fh->amode & MPI_MODE_WRONLY))
     return aggio__fail(e, AGGIO_ERR_READ_ONLY, "rank %d: read from a file opened "
                        "MPI_MODE_WRONLY", fh->rank);
-  if (!c->collective && fh->fd < 0)
+  if (!c->collective && !fh->opened)
     return aggio__fail(e, AGGIO_ERR_UNSUPPORTED, "rank %d: independent I/O after "
                        "romio_no_indep_rw=true", fh->rank);
+  return 0;
+}
+
+/* 1 when stream bytes [pos, pos + nbytes) of the view map below INT64_MAX:
+ * checked before any offset is computed, so that no arithmetic on file
+ * offsets can overflow. */
+static int view_fits(aggio_file fh, int64_t pos, int64_t nbytes) {
+  const struct aggio__flat *ft = fh->view.ft;
+  int64_t disp = fh->view.disp;
+  if (pos > INT64_MAX - nbytes || pos + nbytes > INT64_MAX - disp)
+    return 0;
+  if (!ft || ft->size <= 0 || ft->n == 0)
+    return 1;
+  /* stream byte p lies in tile p / size, at most `tail` past its start */
+  int64_t tail = ft->off[ft->n - 1] + ft->len[ft->n - 1];
+  int64_t tiles = (pos + nbytes) / ft->size + 1;
+  if (tail > INT64_MAX - disp)
+    return 0;
+  return ft->extent <= 0 || tiles <= (INT64_MAX - disp - tail) / ft->extent;
+}
+
+/* Checks the arguments; builds the access.  Local: no communication. */
+static int prepare(struct call *c, struct aggio__access *acc, struct aggio__err *e) {
+  aggio_file fh = c->fh;
+  char msg[256] = "";
+  if (check_mode(c, e) != 0)
+    return e->code;
   int rc = aggio__flatten(c->type, &c->mem, msg, sizeof msg);
   if (rc != 0)
     return aggio__fail(e, rc, "rank %d: datatype: %s", fh->rank, msg);
@@ -59,6 +84,7 @@ static int prepare(struct call *c, struct aggio__access *acc, struct aggio__err 
     return aggio__fail(e, AGGIO_ERR_OVERFLOW, "rank %d: count %d x size %lld "
                        "overflows", fh->rank, c->count, (long long)size);
   acc->nbytes = size * c->count;
+  acc->is_write = c->is_write;
   if (acc->nbytes > 0 && !c->buf)
     return aggio__fail(e, AGGIO_ERR_ARG, "rank %d: buffer is NULL with count %d",
                        fh->rank, c->count);
@@ -67,10 +93,11 @@ static int prepare(struct call *c, struct aggio__access *acc, struct aggio__err 
                        "multiple of the etype size %lld", fh->rank,
                        (long long)size, (long long)fh->view.etype_size);
   int64_t pos = c->offset;
-  if (pos > INT64_MAX / fh->view.etype_size)
-    return aggio__fail(e, AGGIO_ERR_OVERFLOW, "rank %d: offset overflows", fh->rank);
+  if (pos > INT64_MAX / fh->view.etype_size ||
+      !view_fits(fh, pos * fh->view.etype_size, acc->nbytes))
+    return aggio__fail(e, AGGIO_ERR_OVERFLOW, "rank %d: offset %lld overflows the "
+                       "file's offsets", fh->rank, (long long)c->offset);
   pos *= fh->view.etype_size;
-  acc->is_write = c->is_write;
   if (acc->nbytes == 0)
     return 0;
   if (fh->view.ft)
@@ -110,57 +137,29 @@ static int64_t bytes_before_eof(const struct aggio__access *acc, int64_t eof) {
   return n;
 }
 
-/* The reference path for independent calls: one system call per file range
- * (ranges are already coalesced). */
-int aggio__independent_rw(aggio_file fh, struct aggio__access *acc,
-                          struct aggio__err *e) {
-  int64_t spos = 0;
-  for (size_t i = 0; i < acc->file.n; i++) {
-    const struct aggio__extent *x = &acc->file.v[i];
-    int rc;
-    if (acc->is_write) {
-      rc = aggio__pwrite(fh, acc->stream + spos, x->len, x->off, 0, e);
-    } else {
-      int64_t got = 0;
-      rc = aggio__pread(fh, acc->stream + spos, x->len, x->off, &got, 0, e);
-      if (rc == 0 && got < x->len)
-        memset(acc->stream + spos + got, 0, (size_t)(x->len - got));
-    }
-    if (rc != 0)
-      return rc;
-    spos += x->len;
-  }
-  return 0;
+static void count_call(const struct call *c, int64_t done) {
+  struct aggio__stats *s = c->fh->stats;
+  int ctr = c->collective ? (c->is_write ? AGGIO_C_COLL_WRITES : AGGIO_C_COLL_READS)
+                          : (c->is_write ? AGGIO_C_IND_WRITES : AGGIO_C_IND_READS);
+  s->c[ctr]++;
+  s->c[c->is_write ? AGGIO_C_API_BYTES_WRITTEN : AGGIO_C_API_BYTES_READ] += done;
 }
 
-/* End of file as seen after a collective read: one rank asks, all agree. */
-static int collective_eof(aggio_file fh, int64_t *eof, struct aggio__err *e) {
-  MPI_Offset size = 0;
-  int root = fh->naggr > 0 ? fh->aggr[0] : 0;
-  int rc = 0;
-  if (fh->rank == root)
-    rc = aggio__file_size(fh, &size, e);
-  int64_t msg[2] = {rc, size};
-  MPI_Bcast(msg, 2, MPI_INT64_T, root, fh->comm);
-  *eof = msg[1];
-  return (int)msg[0];
-}
-
-static void finish_call(struct call *c, struct aggio__access *acc, int code) {
+/* Completes the call for the user: unpacks what was read (only the bytes
+ * before end of file), fills the status, moves the file pointer. */
+static void finish_call(struct call *c, struct aggio__op *op) {
   aggio_file fh = c->fh;
-  int64_t done = code == 0 ? acc->done : 0;
+  struct aggio__access *acc = &op->acc;
+  int code = op->err.code;
+  int64_t done = code != 0 ? 0 : c->is_write ? acc->nbytes : bytes_before_eof(acc, op->eof);
   if (code == 0 && !c->is_write && c->packed)
     aggio__flat_unpack(c->mem, c->count, acc->stream, done, c->buf);
   if (c->status && c->status != MPI_STATUS_IGNORE)
     MPI_Status_set_elements_x(c->status, MPI_BYTE, (MPI_Count)done);
   if (code == 0 && c->use_fp)
     fh->fp_ind = c->offset + done / fh->view.etype_size;
-  if (fh->stats && code == 0) {
-    int ctr = c->collective ? (c->is_write ? AGGIO_C_COLL_WRITES : AGGIO_C_COLL_READS)
-                            : (c->is_write ? AGGIO_C_IND_WRITES : AGGIO_C_IND_READS);
-    fh->stats->c[ctr]++;
-    fh->stats->c[c->is_write ? AGGIO_C_API_BYTES_WRITTEN : AGGIO_C_API_BYTES_READ] += done;
-  }
+  if (fh->stats && code == 0)
+    count_call(c, done);
   if (c->packed)
     free(acc->stream);
   aggio__extents_free(&acc->file);
@@ -169,50 +168,32 @@ static void finish_call(struct call *c, struct aggio__access *acc, int code) {
 }
 
 static int run_call(struct call *c) {
-  struct aggio__err e = {0};
-  struct aggio__access acc = {0};
   aggio_file fh = c->fh;
   if (!fh) {
+    struct aggio__err e = {0};
     aggio__fail(&e, AGGIO_ERR_BAD_FILE, "fh is NULL");
     return aggio__finish(&e);
   }
+  struct aggio__op op;
+  memset(&op, 0, sizeof op);
   double t0 = (fh->trace || fh->stats) ? aggio__now() : 0.0;
   if (c->use_fp)
     c->offset = fh->fp_ind;
-  prepare(c, &acc, &e);
-  if (c->collective) {
-    /* The strategy's first collective carries prep_error, so that no rank
-     * moves data when another rank's arguments were bad. */
-    const struct aggio__strategy_ops *s = fh->strategy;
-    acc.prep_error = e.code;
-    fh->strategy_used = s->name; /* auto refines this to its choice */
-    if (c->is_write)
-      s->write_all(fh, &acc, &e);
-    else
-      s->read_all(fh, &acc, &e);
-    aggio__agree(fh->comm, &e);
-  } else if (e.code == 0) {
-    aggio__independent_rw(fh, &acc, &e);
-  }
-  if (e.code == 0) {
-    acc.done = acc.nbytes;
-    MPI_Offset eof = 0;
-    int64_t ceof = 0;
-    if (!c->is_write && acc.nbytes > 0 && !c->collective)
-      aggio__file_size(fh, &eof, &e);
-    if (!c->is_write && c->collective && collective_eof(fh, &ceof, &e) == 0)
-      eof = ceof;
-    if (!c->is_write)
-      acc.done = bytes_before_eof(&acc, eof);
-  }
+  prepare(c, &op.acc, &op.err);
+  aggio__op_init(&op, fh, c->collective, 1);
+  if (fh->stats) /* from t0 on, the calls' time is tiled by the phases */
+    aggio__phase_add(fh->stats, c->packed ? AGGIO_P_PACK : AGGIO_P_PLAN, op.t_mark - t0);
+  aggio__op_wait(&op);
+  finish_call(c, &op);
+  aggio__op_account(&op, AGGIO_P_PACK);
+  aggio__op_free(&op);
+  double t1 = fh->stats ? op.t_mark : fh->trace ? aggio__now() : 0.0;
   if (fh->trace)
-    aggio__trace_record(fh->trace, trace_op(c), c->offset, c->count,
-                        c->mem ? c->mem->size : 0, t0, aggio__now(),
-                        c->collective ? 2 : 0);
-  if (fh->stats) /* wall time of the call: phases overlap when pipelined */
-    fh->stats->api_time += aggio__now() - t0;
-  finish_call(c, &acc, e.code);
-  return aggio__finish(&e);
+    aggio__trace_record_locked(fh, trace_op(c), c->offset, c->count,
+                               c->mem ? c->mem->size : 0, t0, t1, c->collective ? 2 : 0);
+  if (fh->stats)
+    fh->stats->api_time += t1 - t0;
+  return aggio__finish(&op.err);
 }
 
 static int call(aggio_file fh, MPI_Offset offset, const void *buf, int count,

@@ -29,8 +29,6 @@ struct node_key {
 /* Node keys of all ranks: real node leader and emulated index. */
 static int gather_keys(aggio_file fh, struct node_key *keys,
                        struct aggio__err *e) {
-  /* The real node's communicator stays with the file: same-node ranks
-   * exchange data through shared memory on it (shm.c). */
   MPI_Comm node_comm;
   if (MPI_Comm_split_type(fh->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL,
                           &node_comm) != MPI_SUCCESS)
@@ -44,7 +42,15 @@ static int gather_keys(aggio_file fh, struct node_key *keys,
   int k = (int)fh->hints.emulate_nodes.num;
   if (k > 0)
     mine.emu = aggio__emulated_node(lr, ls, k);
-  fh->shm_comm = node_comm;
+  /* The (emulated) node's communicator stays with the file: strategies
+   * share memory on it, so emulated nodes use messages between them as
+   * real nodes do. */
+  int rc = MPI_Comm_split(node_comm, mine.emu, lr, &fh->node_comm);
+  MPI_Comm_free(&node_comm);
+  if (rc != MPI_SUCCESS) {
+    fh->node_comm = MPI_COMM_NULL;
+    return aggio__fail(e, AGGIO_ERR_MPI, "rank %d: MPI_Comm_split failed", fh->rank);
+  }
   if (MPI_Allgather(&mine, 2, MPI_INT, keys, 2, MPI_INT, fh->comm) != MPI_SUCCESS)
     return aggio__fail(e, AGGIO_ERR_MPI, "rank %d: MPI_Allgather failed", fh->rank);
   return 0;
@@ -112,22 +118,11 @@ int aggio__topology(aggio_file fh, struct aggio__err *e) {
   struct node_key *keys = malloc((size_t)fh->nprocs * sizeof *keys);
   fh->node_of_rank = malloc((size_t)fh->nprocs * sizeof *fh->node_of_rank);
   fh->aggr = malloc((size_t)fh->nprocs * sizeof *fh->aggr);
-  fh->summary = malloc((size_t)fh->nprocs * sizeof *fh->summary);
-  if (!keys || !fh->node_of_rank || !fh->aggr || !fh->summary) {
+  if (!keys || !fh->node_of_rank || !fh->aggr) {
     free(keys);
     return aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: out of memory", fh->rank);
   }
   int rc = gather_keys(fh, keys, e);
-  if (rc == 0) {
-    fh->leader_of_rank = malloc((size_t)fh->nprocs * sizeof *fh->leader_of_rank);
-    if (!fh->leader_of_rank)
-      rc = aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: out of memory", fh->rank);
-    fh->single_node = 1;
-    for (int r = 0; rc == 0 && r < fh->nprocs; r++) {
-      fh->leader_of_rank[r] = keys[r].leader;
-      fh->single_node &= keys[r].leader == keys[0].leader;
-    }
-  }
   if (rc == 0) {
     _Static_assert(sizeof(struct node_key) == 2 * sizeof(int), "keys are int pairs");
     fh->nnodes = aggio__number_nodes(fh->nprocs, (const int *)keys, fh->node_of_rank);
@@ -156,19 +151,14 @@ int aggio__topology(aggio_file fh, struct aggio__err *e) {
 }
 
 void aggio__topology_free(aggio_file fh) {
-  aggio__shm_free(fh);
-  if (fh->shm_comm != MPI_COMM_NULL)
-    MPI_Comm_free(&fh->shm_comm);
-  free(fh->leader_of_rank);
-  fh->leader_of_rank = NULL;
+  if (fh->node_comm != MPI_COMM_NULL)
+    MPI_Comm_free(&fh->node_comm);
   if (fh->node_names)
     for (int i = 0; i < fh->nnodes; i++)
       free(fh->node_names[i]);
   free(fh->node_names);
   free(fh->node_of_rank);
   free(fh->aggr);
-  free(fh->summary);
-  fh->summary = NULL;
   fh->node_names = NULL;
   fh->node_of_rank = NULL;
   fh->aggr = NULL;

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "aggio_errno.h"
+#include <stdint.h>
 
 /* ---- aggregators ---------------------------------------------------------- */
 
@@ -352,71 +353,134 @@ int aggio__rmw_decide(const struct aggio__extents *runs, int64_t lo, int64_t hi,
   return avg_run < AGGIO_RMW_SMALL_RUN && holes <= covered;
 }
 
+/* ---- the call summary ------------------------------------------------------ */
+
+void aggio__summary_mine(struct aggio__call_summary *s, const struct aggio__extents *file,
+                         int64_t bytes, int64_t err, int64_t flags) {
+  memset(s, 0, sizeof *s);
+  s->err = err;
+  s->lo = INT64_MAX;
+  s->held_lo = INT64_MAX;
+  s->flags = flags;
+  if (err || bytes <= 0 || file->n == 0)
+    return;
+  const struct aggio__extent *last = &file->v[file->n - 1];
+  s->lo = file->v[0].off;
+  s->hi = last->off + last->len;
+  s->bytes = bytes;
+  s->pieces = s->most_pieces = (int64_t)file->n;
+  s->span = s->hi - s->lo;
+  s->ranks = 1;
+}
+
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+void aggio__summary_merge(const struct aggio__call_summary *in,
+                          struct aggio__call_summary *io) {
+  io->err = min64(in->err, io->err);
+  io->lo = min64(in->lo, io->lo);
+  io->hi = max64(in->hi, io->hi);
+  io->bytes += in->bytes;
+  io->pieces += in->pieces;
+  io->most_pieces = max64(in->most_pieces, io->most_pieces);
+  io->span += in->span;
+  io->ranks += in->ranks;
+  io->flags |= in->flags;
+  io->held_lo = min64(in->held_lo, io->held_lo);
+  io->held_hi = max64(in->held_hi, io->held_hi);
+}
+
+int aggio__summary_interleaved(const struct aggio__call_summary *s) {
+  return s->ranks > 1 && s->span > s->hi - s->lo;
+}
+
 /* ---- the auto rule -------------------------------------------------------- */
 
-static int cmp_summary_lo(const void *a, const void *b) {
-  const struct aggio__summary *x = a, *y = b;
-  return (x->lo > y->lo) - (x->lo < y->lo);
+/* The size threshold given the previous choice: twice as high to leave
+ * aggregation, half as high to enter it, so that requests straddling it do
+ * not switch strategy on every call. */
+static int64_t threshold(int64_t base, int previous) {
+  if (previous == AGGIO_AUTO_TWO_PHASE || previous == AGGIO_AUTO_WRITE_BEHIND)
+    return 2 * base;
+  if (previous == AGGIO_AUTO_INDEPENDENT)
+    return base / 2;
+  return base;
 }
 
-/* 1 if the [lo, hi) ranges of ranks with data overlap. */
-static int interleaved(const struct aggio__summary *all, int n) {
-  struct aggio__summary *v = malloc((size_t)n * sizeof *v);
-  if (!v)
-    return 1; /* cannot tell: aggregating is always correct */
-  int m = 0, found = 0;
-  for (int r = 0; r < n; r++)
-    if (all[r].nbytes > 0)
-      v[m++] = all[r];
-  qsort(v, (size_t)m, sizeof *v, cmp_summary_lo);
-  for (int i = 1; i < m && !found; i++)
-    found = v[i].lo < v[i - 1].hi;
-  free(v);
-  return found;
+/* The aggregating choice once aggregation is decided: the node cache where
+ * it can run and data need not cross nodes to fill a stripe, else
+ * two-phase. */
+static int aggregate(const struct aggio__call_summary *s, const struct aggio__auto_in *in,
+                     char *why, size_t whylen, const char *reason) {
+  int interleaved = aggio__summary_interleaved(s);
+  if (in->wb != 0 && in->wb_usable && !(in->striped && in->nnodes > 1 && interleaved)) {
+    snprintf(why, whylen, "%s; the node cache accumulates them", reason);
+    return AGGIO_AUTO_WRITE_BEHIND;
+  }
+  snprintf(why, whylen, "%s%s", reason,
+           in->wb == 0 ? "; write-behind disabled"
+           : !in->wb_usable ? "; the node cache cannot run here"
+                            : "; ranks of several nodes interleave on a striped file system");
+  return AGGIO_AUTO_TWO_PHASE;
 }
 
-/* The small-request threshold given the previous choice: twice as high to
- * leave two-phase, half as high to enter it. */
-static int64_t small_threshold(int previous) {
-  if (previous == 1)
-    return 2 * (int64_t)AGGIO_AUTO_SMALL;
-  if (previous == 0)
-    return AGGIO_AUTO_SMALL / 2;
-  return AGGIO_AUTO_SMALL;
-}
-
-int aggio__auto_decide(const struct aggio__summary *all, int n, int cb,
-                       int no_indep_rw, int striped, int previous, char *why,
-                       size_t whylen) {
-  if (cb == 1 || no_indep_rw) {
+int aggio__auto_decide(const struct aggio__call_summary *s, const struct aggio__auto_in *in,
+                       char *why, size_t whylen) {
+  if (in->wb == 1 && in->wb_usable && !in->no_indep_rw) {
+    snprintf(why, whylen, "write-behind forced by hints");
+    return AGGIO_AUTO_WRITE_BEHIND;
+  }
+  if (in->cb == 1 || in->no_indep_rw) {
     snprintf(why, whylen, "collective buffering forced by hints");
-    return 1;
+    return AGGIO_AUTO_TWO_PHASE;
   }
-  if (cb == 0) {
+  if (in->cb == 0) {
     snprintf(why, whylen, "collective buffering disabled by hints");
-    return 0;
+    return AGGIO_AUTO_INDEPENDENT;
   }
-  int64_t bytes = 0, pieces = 0;
-  for (int r = 0; r < n; r++) {
-    bytes += all[r].nbytes;
-    pieces += all[r].npieces;
-  }
-  int64_t avg = pieces ? bytes / pieces : 0, small = small_threshold(previous);
-  if (pieces > 0 && avg < small) {
-    snprintf(why, whylen, "small requests (avg %lld bytes < %lld)", (long long)avg,
-             (long long)small);
-    return 1;
+  int64_t avg = s->pieces ? s->bytes / s->pieces : 0;
+  /* Requests below a cache block gain from accumulating into whole blocks
+   * (measured: docs/strategies.md); without the cache, below 1 MiB from
+   * being merged by an aggregator within the call. */
+  int64_t base = in->wb != 0 && in->wb_usable ? in->block : AGGIO_AUTO_SMALL;
+  int64_t small = threshold(base, in->previous);
+  char reason[96];
+  if (s->pieces > 0 && avg < small) {
+    snprintf(reason, sizeof reason, "small requests (avg %lld bytes < %lld)",
+             (long long)avg, (long long)small);
+    return aggregate(s, in, why, whylen, reason);
   }
   /* Large requests: on a striped file system interleaved ranks still fight
-   * over stripe locks (ROMIO's reason for collective buffering); on a local
-   * or unstriped one, each rank writing its own large pieces is as fast as
-   * file-per-process and skips the copy to an aggregator. */
-  if (striped && interleaved(all, n)) {
-    snprintf(why, whylen, "ranks interleave on a striped file system "
-             "(avg request %lld bytes)", (long long)avg);
-    return 1;
+   * over stripe locks (ROMIO's reason for collective buffering); elsewhere
+   * each rank writing its own large pieces is file-per-process I/O into
+   * one file and skips a copy. */
+  if (in->striped && aggio__summary_interleaved(s)) {
+    snprintf(why, whylen, "ranks interleave on a striped file system (avg request %lld bytes)",
+             (long long)avg);
+    return AGGIO_AUTO_TWO_PHASE;
   }
   snprintf(why, whylen, "large requests (avg %lld bytes)%s", (long long)avg,
-           striped ? ", ranks do not interleave" : "");
-  return 0;
+           in->striped ? ", ranks do not interleave" : "");
+  return AGGIO_AUTO_INDEPENDENT;
+}
+
+/* ---- the node cache --------------------------------------------------------- */
+
+void aggio__cache_geometry(int64_t budget, int64_t stripe, int64_t align, int64_t *block,
+                           int *nslots) {
+  int64_t b = stripe > 0 ? stripe : AGGIO_CACHE_BLOCK;
+  if (align < 4096)
+    align = 4096;
+  while (b > align && b * AGGIO_CACHE_MIN_SLOTS > budget)
+    b /= 2;
+  if (b < align)
+    b = align;
+  int64_t n = budget / b;
+  if (n < 2)
+    n = 2;
+  if (n > 1024)
+    n = 1024;
+  *block = b;
+  *nslots = (int)n;
 }

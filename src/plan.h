@@ -13,26 +13,75 @@
 
 #include "extent.h"
 
-/* What one rank accesses in one collective call (gathered from all ranks). */
-struct aggio__summary {
-  int64_t lo, hi;   /* first byte and one past the last; lo = hi = 0 if none */
-  int64_t nbytes;   /* bytes */
-  int64_t npieces;  /* file ranges */
-  int64_t error;    /* the rank's argument error (0: none) */
+/* What the ranks access in one collective call, reduced over all ranks
+ * in one MPI_Allreduce at the start of every collective operation (engine.c):
+ * it also carries the agreement on the arguments (err) and the flags of
+ * data held between calls.  Each rank fills its own with
+ * aggio__summary_mine; aggio__summary_merge is the reduction. */
+struct aggio__call_summary {
+  int64_t err;         /* MIN: encoded error (aggio__err_encode), 0 none */
+  int64_t lo;          /* MIN over ranks with data of their first byte (INT64_MAX: none) */
+  int64_t hi;          /* MAX of one past their last byte */
+  int64_t bytes;       /* SUM of bytes */
+  int64_t pieces;      /* SUM of file ranges */
+  int64_t most_pieces; /* MAX of file ranges of one rank */
+  int64_t span;        /* SUM of (hi - lo) per rank: > hi - lo when ranges overlap */
+  int64_t ranks;       /* SUM of ranks with data */
+  int64_t flags;       /* OR of AGGIO_SF_* (engine.h) */
+  int64_t held_lo;     /* MIN of the first byte of written data held in node caches */
+  int64_t held_hi;     /* MAX of the end of it (held_lo = INT64_MAX, held_hi = 0: none) */
+};
+#define AGGIO_SUMMARY_FIELDS 11
+
+/* This rank's summary of `file` (sorted ranges, `bytes` in all). */
+void aggio__summary_mine(struct aggio__call_summary *s, const struct aggio__extents *file,
+                         int64_t bytes, int64_t err, int64_t flags);
+/* inout = merge(in, inout), field by field as the comments above say. */
+void aggio__summary_merge(const struct aggio__call_summary *in,
+                          struct aggio__call_summary *inout);
+/* 1 when some ranks' [lo, hi) ranges overlap (they interleave); exact when
+ * no gaps separate the ranges, a lower bound otherwise. */
+int aggio__summary_interleaved(const struct aggio__call_summary *s);
+
+/* ---- the auto rule (docs/strategies.md) ------------------------------------ */
+
+enum aggio__auto_choice {
+  AGGIO_AUTO_INDEPENDENT = 0,
+  AGGIO_AUTO_TWO_PHASE = 1,
+  AGGIO_AUTO_WRITE_BEHIND = 2
 };
 
-/* The auto strategy's rule (docs/strategies.md).  cb is the romio_cb_*
- * tristate, striped is 1 when the file system stripes (or striping_unit is
- * set), previous the file's last choice (-1 none, 0 independent, 1
- * two-phase): the size threshold has hysteresis around AGGIO_AUTO_SMALL so a
- * workload whose requests straddle it does not switch on every call.
- * Returns 1 for two-phase, 0 for independent, and why. */
-int aggio__auto_decide(const struct aggio__summary *all, int n, int cb,
-                       int no_indep_rw, int striped, int previous, char *why,
-                       size_t whylen);
+struct aggio__auto_in {
+  int is_write;
+  int cb;           /* romio_cb_write / romio_cb_read tristate */
+  int wb;           /* aggio_write_behind tristate */
+  int wb_usable;    /* the node cache can run: not atomic, shared memory works */
+  int no_indep_rw;
+  int striped;      /* the file system stripes (or striping_unit is set) */
+  int nnodes;
+  int64_t block;    /* the node cache's block size */
+  int previous;     /* the file's last choice, or -1 */
+};
 
-/* Requests smaller than this on average are worth aggregating. */
+/* Picks the strategy of one collective call from the agreed summary.
+ * Returns an enum aggio__auto_choice and says why. */
+int aggio__auto_decide(const struct aggio__call_summary *s, const struct aggio__auto_in *in,
+                       char *why, size_t whylen);
+
+/* Requests smaller than this on average are worth aggregating when the
+ * node cache cannot be used. */
 #define AGGIO_AUTO_SMALL (1 << 20)
+
+/* ---- the node cache (write-behind, read-ahead) ------------------------------ */
+
+/* Block size and slot count of a node cache of `budget` bytes: the stripe
+ * when one is set (so that blocks never straddle stripe locks), else
+ * AGGIO_CACHE_BLOCK, halved until at least AGGIO_CACHE_MIN_SLOTS blocks fit
+ * (never below `align`, the direct-I/O unit); at least 2 slots. */
+#define AGGIO_CACHE_BLOCK (4 << 20)
+#define AGGIO_CACHE_MIN_SLOTS 4
+void aggio__cache_geometry(int64_t budget, int64_t stripe, int64_t align, int64_t *block,
+                           int *nslots);
 
 /* ---- aggregators ---------------------------------------------------------- */
 

@@ -147,15 +147,53 @@ void aggio__placement_display(struct aggio_file_s *fh) {
 
 /* ---- the reduction ---------------------------------------------------------- */
 
-/* Timer slots: the phases, then their sum ("total"), then the time the
+/* Timer slots: the phases, then their sum ("total"), the time the
  * application spent in aggio ("elapsed": open + data-access calls + sync +
- * close; phases can overlap, so this is what the net rates divide by). */
-enum { T_TOTAL = AGGIO_P_COUNT, T_ELAPSED, T_SLOTS };
+ * close), the time inside data-access calls ("calls") and the share of it
+ * the phases account for ("accounted"), then the system calls' time on any
+ * thread and the part of it I/O threads spent after the calls returned. */
+enum {
+  T_TOTAL = AGGIO_P_COUNT,
+  T_ELAPSED,
+  T_CALLS,
+  T_ACCOUNTED,
+  T_SYS_WRITE,
+  T_SYS_READ,
+  T_BEHIND,
+  T_SLOTS
+};
+static const char *const slot_key[T_SLOTS - AGGIO_P_COUNT] = {
+    "total", "elapsed", "calls", "accounted", "system write", "system read", "behind"};
 
 struct reduced {
   int64_t sum[AGGIO_C_COUNT], max[AGGIO_C_COUNT], ranks[AGGIO_C_COUNT];
   double tmin[T_SLOTS], tmax[T_SLOTS], tsum[T_SLOTS];
 };
+
+/* The phases of data-access calls (not open, sync, close). */
+static int call_phase(int p) {
+  return p != AGGIO_P_OPEN && p != AGGIO_P_SYNC && p != AGGIO_P_CLOSE;
+}
+
+static void timer_slots(struct aggio_file_s *fh, double *t) {
+  struct aggio__stats *s = fh->stats;
+  double in_calls = 0;
+  t[T_TOTAL] = 0;
+  for (int p = 0; p < AGGIO_P_COUNT; p++) {
+    t[p] = s->t[p];
+    if (p == AGGIO_P_OPEN && t[p] == 0)
+      t[p] = fh->open_time; /* open measured before the stats existed */
+    t[T_TOTAL] += t[p];
+    if (call_phase(p))
+      in_calls += t[p];
+  }
+  t[T_ELAPSED] = t[AGGIO_P_OPEN] + s->api_time + t[AGGIO_P_SYNC] + t[AGGIO_P_CLOSE];
+  t[T_CALLS] = s->api_time;
+  t[T_ACCOUNTED] = s->api_time > 0 ? in_calls / s->api_time : 1.0;
+  t[T_SYS_WRITE] = s->sys_write_time;
+  t[T_SYS_READ] = s->sys_read_time;
+  t[T_BEHIND] = s->behind_time;
+}
 
 /* Reduces to rank 0.  0, or -1 when an MPI call failed (nothing printed). */
 static int reduce(struct aggio_file_s *fh, struct reduced *out) {
@@ -166,16 +204,7 @@ static int reduce(struct aggio_file_s *fh, struct reduced *out) {
     mine[AGGIO_C_COUNT + i] = s->c[i] != 0; /* ranks with a non-zero count */
   }
   double t[T_SLOTS];
-  t[T_TOTAL] = 0;
-  for (int p = 0; p < AGGIO_P_COUNT; p++) {
-    t[p] = s->t[p];
-    if (p == AGGIO_P_OPEN && t[p] == 0)
-      t[p] = fh->open_time; /* open measured before the stats existed */
-    t[T_TOTAL] += t[p];
-  }
-  t[T_ELAPSED] = s->api_time > 0 ? t[AGGIO_P_OPEN] + s->api_time + t[AGGIO_P_SYNC] +
-                                       t[AGGIO_P_CLOSE]
-                                 : t[T_TOTAL];
+  timer_slots(fh, t);
   int rc = 0;
   MPI_Comm c = fh->comm;
   rc |= MPI_Reduce(mine, sums, 2 * AGGIO_C_COUNT, MPI_INT64_T, MPI_SUM, 0, c);
@@ -247,6 +276,14 @@ static void stats_print(struct aggio_file_s *fh, const struct reduced *r) {
   fprintf(f, "  system reads aligned: %lld\n", (long long)S(SYS_READS_ALIGNED));
   fprintf(f, "  direct writes: %lld\n", (long long)S(DIRECT_WRITES));
   fprintf(f, "  direct write bytes: %lld\n", (long long)S(DIRECT_WRITE_BYTES));
+  fprintf(f, "  direct reads: %lld\n", (long long)S(DIRECT_READS));
+  fprintf(f, "  direct read bytes: %lld\n", (long long)S(DIRECT_READ_BYTES));
+  fprintf(f, "  writes behind the calls: %lld\n", (long long)S(BEHIND_WRITES));
+  fprintf(f, "  reads ahead of the calls: %lld\n", (long long)S(BEHIND_READS));
+  fprintf(f, "  node-cache blocks written whole: %lld\n", (long long)S(CACHE_FULL_BLOCKS));
+  fprintf(f, "  node-cache blocks written in part: %lld\n", (long long)S(CACHE_PARTIAL_BLOCKS));
+  fprintf(f, "  node-cache waits: %lld\n", (long long)S(CACHE_WAITS));
+  fprintf(f, "  node-cache hits: %lld\n", (long long)S(CACHE_HITS));
   fprintf(f, "  read-modify-writes: %lld\n", (long long)S(RMW_COUNT));
   fprintf(f, "  read-modify-write bytes: %lld\n", (long long)S(RMW_BYTES));
   fprintf(f, "  write gaps: %lld\n", (long long)S(WRITE_GAPS));
@@ -271,27 +308,34 @@ static void print_rate(FILE *f, const char *key, int64_t bytes, double secs) {
     fprintf(f, "  %s: n/a\n", key);
 }
 
+static void print_slot(FILE *f, const char *name, const struct reduced *r, int p, int nprocs) {
+  char key[32];
+  size_t i = 0;
+  for (; name[i] && i + 1 < sizeof key; i++)
+    key[i] = (char)(name[i] >= 'A' && name[i] <= 'Z' ? name[i] - 'A' + 'a' : name[i]);
+  key[i] = 0;
+  if (p == T_ACCOUNTED)
+    fprintf(f, "  %s: min %.1f%% max %.1f%% avg %.1f%% of calls\n", key, 100 * r->tmin[p],
+            100 * r->tmax[p], 100 * r->tsum[p] / nprocs);
+  else
+    fprintf(f, "  %s: min %.6f max %.6f avg %.6f s\n", key, r->tmin[p], r->tmax[p],
+            r->tsum[p] / nprocs);
+}
+
 static void timers_print(struct aggio_file_s *fh, const struct reduced *r) {
   struct block b;
   FILE *f = block_begin(&b);
+  int n = fh->nprocs > 0 ? fh->nprocs : 1;
   fprintf(f, "aggio timers for file \"%s\"\n", fh->path);
   fprintf(f, "  ranks: %d\n", fh->nprocs);
-  for (int p = 0; p < T_SLOTS; p++) {
-    char key[16];
-    const char *name = p < AGGIO_P_COUNT ? phase_key[p] : p == T_TOTAL ? "TOTAL" : "ELAPSED";
-    size_t i = 0;
-    for (; name[i] && i + 1 < sizeof key; i++)
-      key[i] = (char)(name[i] >= 'A' && name[i] <= 'Z' ? name[i] - 'A' + 'a' : name[i]);
-    key[i] = 0;
-    fprintf(f, "  %s: min %.6f max %.6f avg %.6f s\n", key, r->tmin[p], r->tmax[p],
-            r->tsum[p] / (fh->nprocs > 0 ? fh->nprocs : 1));
-  }
+  for (int p = 0; p < T_SLOTS; p++)
+    print_slot(f, p < AGGIO_P_COUNT ? phase_key[p] : slot_key[p - AGGIO_P_COUNT], r, p, n);
   double total = r->tmax[T_ELAPSED];
   fprintf(f, "  bytes written: %lld\n", (long long)S(API_BYTES_WRITTEN));
-  print_rate(f, "raw write rate", S(API_BYTES_WRITTEN), r->tmax[AGGIO_P_WRITE]);
+  print_rate(f, "raw write rate", S(SYS_WRITE_BYTES), r->tmax[T_SYS_WRITE]);
   print_rate(f, "net write rate", S(API_BYTES_WRITTEN), total);
   fprintf(f, "  bytes read: %lld\n", (long long)S(API_BYTES_READ));
-  print_rate(f, "raw read rate", S(API_BYTES_READ), r->tmax[AGGIO_P_READ]);
+  print_rate(f, "raw read rate", S(SYS_READ_BYTES), r->tmax[T_SYS_READ]);
   print_rate(f, "net read rate", S(API_BYTES_READ), total);
   fprintf(f, "aggio timers end\n");
   block_end(&b);

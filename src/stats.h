@@ -28,6 +28,14 @@
   X(SYS_READS_ALIGNED, "system reads aligned to the stripe/block")             \
   X(DIRECT_WRITES, "system writes through O_DIRECT")                           \
   X(DIRECT_WRITE_BYTES, "bytes written through O_DIRECT")                      \
+  X(DIRECT_READS, "system reads through O_DIRECT")                             \
+  X(DIRECT_READ_BYTES, "bytes read through O_DIRECT")                          \
+  X(BEHIND_WRITES, "system writes by I/O threads after the call returned")     \
+  X(BEHIND_READS, "system reads by I/O threads ahead of the calls")            \
+  X(CACHE_FULL_BLOCKS, "whole node-cache blocks written")                      \
+  X(CACHE_PARTIAL_BLOCKS, "partly filled node-cache blocks written")           \
+  X(CACHE_WAITS, "times a call waited for a node-cache block")                 \
+  X(CACHE_HITS, "collective reads served from a loaded node-cache block")      \
   X(RMW_COUNT, "read-modify-write windows")                                    \
   X(RMW_BYTES, "bytes read for read-modify-write")                             \
   X(WRITE_GAPS, "holes inside aggregator windows")                             \
@@ -46,11 +54,14 @@ enum aggio__counter {
 /* Phases timed by AGGIO_TIMERS: X(NAME, "description") */
 #define AGGIO_PHASE_LIST(X)                                                    \
   X(OPEN, "open")                                                              \
-  X(PLAN, "plan / metadata exchange")                                          \
-  X(EXCHANGE, "data send/receive")                                             \
-  X(WRITE, "file write")                                                       \
-  X(READ, "file read")                                                         \
-  X(WAIT, "waiting for other ranks")                                           \
+  X(PLAN, "planning: strategy choice, file domains, offset lists")            \
+  X(AGREE, "agreement on the arguments and the outcome")                       \
+  X(PACK, "packing and unpacking non-contiguous memory")                       \
+  X(EXCHANGE, "data exchange: messages and copies into shared buffers")        \
+  X(WRITE, "file writes by the calling thread")                                \
+  X(READ, "file reads by the calling thread")                                  \
+  X(IO_WAIT, "waiting for I/O threads and node-cache blocks")                  \
+  X(WAIT, "waiting for other ranks of the node")                               \
   X(SYNC, "sync")                                                              \
   X(CLOSE, "close")
 
@@ -66,8 +77,13 @@ struct aggio__stats {
   double t[AGGIO_P_COUNT];   /* seconds spent per phase on this rank */
   int timers;                /* phase timing on */
   double api_time;           /* seconds inside data-access calls (io.c adds
-                                each call's duration); the net rates use it
-                                because phases may overlap (pipelined writes) */
+                                each call's duration); the phases of the
+                                calls add up to it */
+  double behind_time;        /* seconds I/O threads spent in system calls
+                                after the calls had returned (overlapped
+                                with the application: not a phase) */
+  double sys_write_time;     /* seconds in pwrite on any thread of this rank */
+  double sys_read_time;      /* seconds in pread on any thread of this rank */
   char auto_choice[192];     /* last strategy chosen by auto, and why */
   /* File domains of the last collective call with collective buffering:
    * aggregator i (fh->aggr[i]) owned [fd_start[i], fd_end[i]).  Filled by

@@ -1,45 +1,110 @@
 /*
- * strategy_independent.c - the reference strategy: collective calls behave
- * like independent ones, every rank issuing its own reads and writes.
+ * strategy_independent.c - the reference strategy: a collective call
+ * behaves like independent ones, every rank reading and writing its own
+ * ranges.  Its data path is also the one every independent call takes.
  *
- * Read this file first when writing a new strategy.  A strategy receives one
- * rank's access (struct aggio__access: sorted file ranges plus a contiguous
- * data stream of the same length) and must:
- *   - move the bytes (writes: stream -> file; reads: file -> stream, with
- *     zeros past end of file);
- *   - move nothing when any rank's arguments were bad (acc->prep_error on
- *     that rank): the strategy's first collective must carry that error;
- *   - return this rank's outcome, and never leave a peer waiting: if it
- *     communicates, it completes every exchange even after a local failure.
- *     The caller (io.c) agrees on the outcome across ranks afterwards.
- * This one's only collective is that first agreement.  It is the
- * right choice when each rank's accesses are large and contiguous: then it is
- * file-per-process I/O into one file, and O_DIRECT takes it to the device.
+ * Read this file first when writing a new strategy.  The engine (engine.h)
+ * hands `start` an operation whose arguments every rank has agreed on (one
+ * reduction of a summary: no rank gets here when another's arguments were
+ * bad), and the strategy then:
+ *   - sets op->next to its first step, each step a small function that
+ *     posts work (collectives through aggio__op_allreduce and friends,
+ *     messages into aggio__op_request, file I/O through the storage edge or
+ *     the file's pool) and names the step that continues once that work
+ *     completes, returning AGGIO_STEP_PENDING, or AGGIO_STEP_NEXT to run
+ *     the next step at once;
+ *   - moves the bytes: writes stream -> file; reads file -> stream,
+ *     stopping at end of file (bytes past it stay as the user left them:
+ *     aggio__op_saw_eof records where the file ended);
+ *   - never leaves a peer waiting: after a local failure (aggio__op_note)
+ *     it still completes every exchange peers expect;
+ *   - ends with aggio__step_agree_outcome, so that every rank returns the
+ *     same outcome (a strategy that keeps data between calls, like
+ *     write-behind, may return earlier and report failures at the next
+ *     collective call instead).
+ * This strategy has no per-file state, no exchange and nothing to flush:
+ * its table below leaves those slots NULL.  It is the right choice when each
+ * rank's requests are large: then it is file-per-process I/O into one file.
  */
-#include "internal.h"
+#include <string.h>
 
-static int independent_all(aggio_file fh, struct aggio__access *acc,
-                           struct aggio__err *e) {
-  /* A collective call: if any rank's arguments were bad, no rank writes. */
-  if (aggio__agree(fh->comm, e) != 0)
-    return e->code;
-  if (fh->fd < 0 && acc->nbytes > 0) /* romio_no_indep_rw: file not open here */
-    return aggio__fail(e, AGGIO_ERR_UNSUPPORTED, "rank %d: the independent "
-                       "strategy cannot run with romio_no_indep_rw=true", fh->rank);
-  return aggio__independent_rw(fh, acc, e);
+#include "engine.h"
+
+/* Large requests go to the device (direct I/O where the file system
+ * allows it); small ones through the page cache. */
+#define DIRECT_REQUEST (4 << 20)
+
+static int write_ranges(struct aggio__op *op) {
+  aggio_file fh = op->fh;
+  const struct aggio__access *acc = &op->acc;
+  int64_t spos = 0;
+  for (size_t i = 0; i < acc->file.n; i++) {
+    const struct aggio__extent *x = &acc->file.v[i];
+    int flags = x->len >= DIRECT_REQUEST ? AGGIO_IO_DIRECT_OK : 0;
+    int rc = aggio__pwrite(fh, acc->stream + spos, x->len, x->off, flags, &op->err);
+    if (rc != 0)
+      return rc;
+    spos += x->len;
+  }
+  return 0;
+}
+
+/* Reads range by range; the first short read is the end of the file (the
+ * ranges are sorted), and nothing is written past it. */
+static int read_ranges(struct aggio__op *op) {
+  aggio_file fh = op->fh;
+  const struct aggio__access *acc = &op->acc;
+  int64_t spos = 0;
+  for (size_t i = 0; i < acc->file.n; i++) {
+    const struct aggio__extent *x = &acc->file.v[i];
+    int64_t got = 0;
+    int rc = aggio__pread(fh, acc->stream + spos, x->len, x->off, &got, 0, &op->err);
+    if (rc != 0)
+      return rc;
+    if (got < x->len) {
+      aggio__op_saw_eof(op, x->off + got);
+      return 0;
+    }
+    spos += x->len;
+  }
+  return 0;
+}
+
+/* In atomic mode the whole range is locked against other processes, as
+ * ROMIO does with fcntl locks. */
+static int locked(struct aggio__op *op, int (*io)(struct aggio__op *)) {
+  aggio_file fh = op->fh;
+  const struct aggio__extents *f = &op->acc.file;
+  if (!fh->atomic || f->n == 0)
+    return io(op);
+  int64_t lo = f->v[0].off, hi = f->v[f->n - 1].off + f->v[f->n - 1].len;
+  if (fh->store->lock(fh, lo, hi - lo, op->acc.is_write, &op->err) != 0)
+    return op->err.code;
+  int rc = io(op);
+  struct aggio__err ue = {0};
+  fh->store->lock(fh, lo, hi - lo, -1, &ue);
+  return rc;
+}
+
+int aggio__independent_io(struct aggio__op *op) {
+  if (op->err.code == 0)
+    locked(op, op->acc.is_write ? write_ranges : read_ranges);
+  if (op->collective)
+    return aggio__then(op, aggio__step_agree_outcome, AGGIO_P_AGREE);
+  return aggio__then(op, NULL, AGGIO_P_WRITE);
+}
+
+static int independent_start(struct aggio__op *op) {
+  aggio_file fh = op->fh;
+  if (!fh->opened && op->acc.nbytes > 0) /* romio_no_indep_rw: file not open here */
+    aggio__fail(&op->err, AGGIO_ERR_UNSUPPORTED, "rank %d: the independent strategy "
+                "cannot run with romio_no_indep_rw=true", fh->rank);
+  return aggio__then(op, aggio__independent_io,
+                     op->acc.is_write ? AGGIO_P_WRITE : AGGIO_P_READ);
 }
 
 const struct aggio__strategy_ops aggio__strategy_independent = {
     .name = "independent",
-    .write_all = independent_all,
-    .read_all = independent_all,
+    .id = 1,
+    .start = independent_start,
 };
-
-/* For auto, which has already agreed on the arguments. */
-int aggio__independent_agreed(aggio_file fh, struct aggio__access *acc,
-                              struct aggio__err *e) {
-  if (fh->fd < 0 && acc->nbytes > 0)
-    return aggio__fail(e, AGGIO_ERR_UNSUPPORTED, "rank %d: the independent "
-                       "strategy cannot run with romio_no_indep_rw=true", fh->rank);
-  return aggio__independent_rw(fh, acc, e);
-}

@@ -1,35 +1,165 @@
 /*
  * strategy_two_phase.c - two-phase collective buffering (Thakur, Gropp and
- * Lusk, "Data sieving and collective I/O in ROMIO", 1999).
+ * Lusk, "Data sieving and collective I/O in ROMIO", 1999), as a chain of
+ * engine steps (engine.h) in the manner of ROMIO's ad_iwrite_coll.c.
  *
- * Phase 0: every rank learns every rank's accessed range (one allgather),
- *          the range is split into one file domain per aggregator (plan.c),
- *          and each rank tells each aggregator which byte ranges of its
- *          domain it accesses (one alltoall + alltoallv of offset lists).
- * Then, round by round, every aggregator takes one cb_buffer_size window of
- * its domain: for writes the ranks send their bytes for that window (MPI
- * derived types on both sides, so nothing is packed twice) and the
- * aggregator writes the covered runs in large contiguous calls, or reads,
- * overlays and rewrites the window when the holes are small
- * (read-modify-write keeps the bytes in holes); reads are the mirror image.
- * The aggregator's buffer is laid out so that aligned file offsets fall on
- * aligned memory, letting the POSIX layer use O_DIRECT for the middle.
+ * Set-up: the agreed summary gives the accessed range, split into one file
+ * domain per aggregator (plan.c); each rank tells each aggregator which
+ * byte ranges of its domain it accesses (alltoall of counts, then, once
+ * every rank has the memory for them, alltoallv of offset lists).
+ * Then, round by round, every aggregator takes one window of its domain:
+ * for writes it reads the window first when holes between the pieces are
+ * small (read-modify-write keeps the bytes in holes), the ranks send their
+ * bytes for that window (MPI derived types on both sides, nothing packed
+ * twice) and the aggregator writes the covered runs; reads are the mirror
+ * image and stop at end of file.  The aggregator's buffer is laid out so
+ * that aligned file offsets fall on aligned memory, for direct I/O.
  *
  * Two refinements over ROMIO's scheme:
- *   - ranks on the aggregator's node copy into its buffer through shared
- *     memory (shm.c) instead of sending messages: one copy instead of two;
- *   - each aggregator has two buffers and writes one from an I/O thread
- *     while the next round fills the other (pipelining, as in Tessier et
- *     al.'s TAPIOCA), so exchange and file writes overlap.
+ *   - ranks on the aggregator's node (emulated node included) copy into its
+ *     buffer through a shared-memory window made once per file: one copy
+ *     instead of two;
+ *   - each aggregator has two buffers and one is written by the file's I/O
+ *     threads (pool.h) while the next round fills the other (pipelining, as
+ *     in Tessier et al.'s TAPIOCA).
  */
-#include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
-#include "plan.h"
+#include "engine.h"
 
 #define TP_TAG 0x2a61
+#define PAGE 4096
+
+/* ---- per-file state: the aggregators' buffers ---------------------------------- */
+
+/* Per aggregator in the node's window: a header page (the end of valid data
+ * of each buffer, for reads that reach end of file), then two buffers. */
+struct tp_header {
+  int64_t valid_end[2];
+};
+
+struct tp_file {
+  MPI_Win win;          /* the node's aggregator buffers, or MPI_WIN_NULL */
+  int64_t slot;         /* bytes of one buffer */
+  char **peer;          /* [naggr]: header of each same-node aggregator, or NULL */
+  char *private_buf;    /* this aggregator's buffers without shared memory */
+  int64_t align;        /* buffer alignment */
+  int *fallback;        /* [nprocs] counts for a rank whose call could not
+                         * allocate its own: it still joins the exchange */
+};
+
+static char *page_align(char *p, int64_t align) {
+  uintptr_t u = (uintptr_t)p, a = (uintptr_t)align;
+  return (char *)((u + a - 1) / a * a);
+}
+
+/* Buffer size from the hints alone, the same on every rank and every call:
+ * message block lengths are int, so at most 1 GiB. */
+static int64_t buffer_bytes(aggio_file fh) {
+  int64_t cb = fh->hints.cb_buffer_size.num;
+  return cb < (1 << 30) ? cb : (1 << 30);
+}
+
+static int64_t buffer_align(aggio_file fh) {
+  return fh->dio_align > PAGE ? fh->dio_align : PAGE;
+}
+
+/* Maps every same-node aggregator's window part. */
+static int map_peers(aggio_file fh, struct tp_file *f) {
+  MPI_Group world, node;
+  f->peer = calloc((size_t)fh->naggr, sizeof *f->peer);
+  int *node_rank = malloc((size_t)fh->naggr * sizeof *node_rank);
+  if (!f->peer || !node_rank) {
+    free(node_rank);
+    return AGGIO_ERR_NOMEM;
+  }
+  MPI_Comm_group(fh->comm, &world);
+  MPI_Comm_group(fh->node_comm, &node);
+  MPI_Group_translate_ranks(world, fh->naggr, fh->aggr, node, node_rank);
+  for (int i = 0; i < fh->naggr; i++) {
+    MPI_Aint size;
+    int disp;
+    char *base = NULL;
+    if (node_rank[i] == MPI_UNDEFINED)
+      continue;
+    MPI_Win_shared_query(f->win, node_rank[i], &size, &disp, &base);
+    f->peer[i] = size > 0 ? page_align(base, f->align) : NULL;
+  }
+  MPI_Group_free(&world);
+  MPI_Group_free(&node);
+  free(node_rank);
+  return 0;
+}
+
+static void tp_fini(aggio_file fh, void *state) {
+  struct tp_file *f = state;
+  (void)fh;
+  if (!f)
+    return;
+  if (f->win != MPI_WIN_NULL) {
+    MPI_Win_unlock_all(f->win);
+    MPI_Win_free(&f->win);
+  }
+  free(f->peer);
+  free(f->private_buf);
+  free(f->fallback);
+  free(f);
+}
+
+/* Collective over the node: each aggregator allocates its header and two
+ * buffers in one shared window (refused windows fall back to messages). */
+static int make_window(aggio_file fh, struct tp_file *f) {
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "alloc_shared_noncontig", "true"); /* own pages, own NUMA domain */
+  MPI_Aint bytes = fh->my_aggr_index >= 0 ? (MPI_Aint)(2 * f->align + 2 * f->slot) : 0;
+  char *base = NULL;
+  int ok = MPI_Win_allocate_shared(bytes, 1, info, fh->node_comm, &base, &f->win) ==
+           MPI_SUCCESS;
+  MPI_Info_free(&info);
+  if (!ok)
+    f->win = MPI_WIN_NULL;
+  int all_ok = 0;
+  MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, fh->node_comm);
+  if (all_ok) {
+    MPI_Win_lock_all(MPI_MODE_NOCHECK, f->win);
+    all_ok = map_peers(fh, f) == 0;
+    MPI_Allreduce(MPI_IN_PLACE, &all_ok, 1, MPI_INT, MPI_MIN, fh->node_comm);
+  }
+  if (!all_ok && f->win != MPI_WIN_NULL) {
+    if (ok)
+      MPI_Win_unlock_all(f->win);
+    MPI_Win_free(&f->win);
+    f->win = MPI_WIN_NULL;
+  }
+  return 0;
+}
+
+static int tp_init(aggio_file fh, void **state, struct aggio__err *e) {
+  struct tp_file *f = calloc(1, sizeof *f);
+  if (!f)
+    return aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: out of memory", fh->rank);
+  f->win = MPI_WIN_NULL;
+  f->align = buffer_align(fh);
+  f->slot = aggio__round_up(buffer_bytes(fh) + f->align, f->align);
+  f->fallback = calloc((size_t)fh->nprocs, sizeof *f->fallback);
+  *state = f;
+  if (fh->hints.node_shm.num != AGGIO_DISABLE)
+    make_window(fh, f); /* collective on the node, even after a failure above */
+  if (!f->fallback)
+    return aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: out of memory", fh->rank);
+  if (f->win == MPI_WIN_NULL && fh->my_aggr_index >= 0) {
+    f->private_buf = aggio__alloc_aligned(2 * f->align + 2 * f->slot, f->align);
+    if (!f->private_buf)
+      return aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: out of memory for the "
+                         "aggregator buffers", fh->rank);
+  }
+  return 0;
+}
+
+/* ---- per-operation state ---------------------------------------------------------- */
 
 /* A rank's own range with its position in the data stream. */
 struct piece {
@@ -41,42 +171,42 @@ struct piece_list {
   size_t n, cap, cursor;
 };
 
+struct tp;
+
 /* One of an aggregator's two buffers, and the write it may have in flight. */
 struct slot {
-  char *buf;                  /* shared-memory or private, cb + alignment */
+  char *buf;                  /* shared-memory or private */
+  struct tp_header *hdr;      /* its header (valid end for reads) */
   int64_t lo;                 /* window this buffer holds */
   struct aggio__extents runs; /* covered runs of the window */
   int rmw;                    /* write the span, old bytes read in first */
-  pthread_t thread;
-  int busy;                   /* an I/O thread is writing it */
-  struct aggio__err err;      /* the I/O thread's outcome */
+  struct aggio__batch batch;  /* its write in the pool */
+  struct aggio__job job;
   struct tp *t;
 };
 
 struct tp {
+  struct aggio__op *op;
   aggio_file fh;
-  struct aggio__access *acc;
-  struct aggio__err *e;
+  struct tp_file *f;
   int naggr, me;           /* me: my aggregator index, or -1 */
   int64_t *fd_lo, *fd_hi;  /* file domains */
-  int64_t cb, nrounds, shift_align; /* cb: bytes per round */
+  int64_t cb, nrounds, k;  /* bytes per round, rounds, current round */
   int shm;                 /* same-node copies through shared memory */
-  int pipeline;            /* writes in an I/O thread */
+  int pipeline;            /* writes on the pool's threads */
   struct piece_list *mine; /* [naggr]: my ranges in each domain */
   struct aggio__extents *theirs;  /* [nprocs]: ranges of my domain per rank */
   size_t *their_cursor;           /* [nprocs] */
   struct aggio__extents *window;  /* [nprocs]: theirs clipped to this round */
   struct slot slot[2];
-  char *private_buf;              /* buffers when shared memory is off */
-  char *scratch;                  /* old bytes for read-modify-write */
-  int fast;                       /* one node: offsets through mailboxes */
-  MPI_Request *req;
-  MPI_Status *stat;
+  int *scount, *rcount, *sdisp, *rdisp; /* offset exchange */
+  int64_t *sbuf, *rbuf;
   MPI_Datatype *types;
-  int nreq, ntypes;
+  int ntypes;
   int *blens;                     /* scratch for derived types */
   MPI_Aint *disps;
   size_t scratch_cap;
+  int setup_failed;
 };
 
 static int piece_push(struct piece_list *l, int64_t off, int64_t len, int64_t spos) {
@@ -92,24 +222,33 @@ static int piece_push(struct piece_list *l, int64_t off, int64_t len, int64_t sp
   return 0;
 }
 
-/* ---- phase 0 -------------------------------------------------------------- */
-
-int aggio__gather_summary(aggio_file fh, const struct aggio__access *acc,
-                          struct aggio__summary *all, struct aggio__err *e) {
-  struct aggio__summary mine = {0, 0, 0, 0, acc->prep_error};
-  if (!acc->prep_error && acc->file.n > 0) {
-    const struct aggio__extent *last = &acc->file.v[acc->file.n - 1];
-    mine = (struct aggio__summary){acc->file.v[0].off, last->off + last->len,
-                                   acc->nbytes, (int64_t)acc->file.n, 0};
-  }
-  if (MPI_Allgather(&mine, 5, MPI_INT64_T, all, 5, MPI_INT64_T, fh->comm) != MPI_SUCCESS)
-    return aggio__fail(e, AGGIO_ERR_MPI, "rank %d: MPI_Allgather failed", fh->rank);
-  return 0;
+static void tp_free(struct aggio__op *op) {
+  struct tp *t = op->sdata;
+  if (!t)
+    return;
+  for (int i = 0; t->mine && i < t->naggr; i++)
+    free(t->mine[i].v);
+  for (int r = 0; t->theirs && r < t->fh->nprocs; r++)
+    aggio__extents_free(&t->theirs[r]);
+  for (int r = 0; t->window && r < t->fh->nprocs; r++)
+    aggio__extents_free(&t->window[r]);
+  aggio__extents_free(&t->slot[0].runs);
+  aggio__extents_free(&t->slot[1].runs);
+  for (int i = 0; i < t->ntypes; i++)
+    MPI_Type_free(&t->types[i]);
+  void *arrays[] = {t->fd_lo, t->fd_hi, t->mine, t->theirs, t->their_cursor, t->window,
+                    t->scount, t->rcount, t->sdisp, t->rdisp, t->sbuf, t->rbuf,
+                    t->types, t->blens, t->disps};
+  for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
+    free(arrays[i]);
+  free(t);
 }
+
+/* ---- set-up ------------------------------------------------------------------------ */
 
 /* Splits my ranges at the domain boundaries. */
 static int split_mine(struct tp *t) {
-  const struct aggio__extents *f = &t->acc->file;
+  const struct aggio__extents *f = &t->op->acc.file;
   int64_t spos = 0;
   int d = 0;
   for (size_t i = 0; i < f->n; i++) {
@@ -130,76 +269,104 @@ static int split_mine(struct tp *t) {
   return 0;
 }
 
-/* Tells every aggregator which ranges of its domain this rank accesses. */
-static int exchange_offsets(struct tp *t, int failed) {
+static void buffers_of(struct tp *t) {
+  struct tp_file *f = t->f;
+  char *base = NULL;
+  if (t->me < 0)
+    return;
+  if (f->win != MPI_WIN_NULL)
+    base = f->peer[t->me];
+  else
+    base = f->private_buf;
+  for (int s = 0; s < 2; s++) {
+    t->slot[s].hdr = (struct tp_header *)base;
+    t->slot[s].buf = base ? base + f->align + s * f->slot : NULL;
+  }
+}
+
+/* Everything the call needs that does not depend on other ranks: domains,
+ * my pieces, the arrays of the offset exchange and the buffers. */
+static int plan_call(struct tp *t) {
   aggio_file fh = t->fh;
-  int P = fh->nprocs, rc = 0;
-  int *scount = calloc((size_t)P, sizeof *scount), *rcount = calloc((size_t)P, sizeof *rcount);
-  int *sdisp = calloc((size_t)P, sizeof *sdisp), *rdisp = calloc((size_t)P, sizeof *rdisp);
-  int64_t *sbuf = NULL, *rbuf = NULL;
-  int64_t stotal = 0, rtotal = 0;
-  if (!scount || !rcount || !sdisp || !rdisp)
-    rc = AGGIO_ERR_NOMEM;
-  for (int i = 0; rc == 0 && !failed && i < t->naggr; i++)
-    scount[fh->aggr[i]] = (int)(2 * t->mine[i].n);
-  if (rc == 0)
-    MPI_Alltoall(scount, 1, MPI_INT, rcount, 1, MPI_INT, fh->comm);
-  for (int r = 0; rc == 0 && r < P; r++) {
-    sdisp[r] = (int)stotal;
-    rdisp[r] = (int)rtotal;
-    stotal += scount[r];
-    rtotal += rcount[r];
-  }
-  if (rc == 0) {
-    sbuf = malloc((size_t)(stotal ? stotal : 1) * sizeof *sbuf);
-    rbuf = malloc((size_t)(rtotal ? rtotal : 1) * sizeof *rbuf);
-    if (!sbuf || !rbuf)
-      rc = AGGIO_ERR_NOMEM;
-  }
-  for (int i = 0; rc == 0 && !failed && i < t->naggr; i++) {
-    int64_t *p = sbuf + sdisp[fh->aggr[i]];
-    for (size_t j = 0; j < t->mine[i].n; j++) {
-      *p++ = t->mine[i].v[j].off;
-      *p++ = t->mine[i].v[j].len;
-    }
-  }
-  /* A rank that failed above still takes part, sending nothing, so that
-   * nobody waits for it; the caller agrees on the failure. */
-  if (rc != 0) {
-    if (scount)
-      memset(scount, 0, (size_t)P * sizeof *scount);
-    free(sbuf);
-    free(rbuf);
-    sbuf = rbuf = NULL;
-    static int64_t dummy[2];
-    if (scount && rcount && sdisp && rdisp)
-      MPI_Alltoallv(dummy, scount, sdisp, MPI_INT64_T, dummy, rcount, rdisp,
-                    MPI_INT64_T, fh->comm);
-  } else {
-    MPI_Alltoallv(sbuf, scount, sdisp, MPI_INT64_T, rbuf, rcount, rdisp,
-                  MPI_INT64_T, fh->comm);
-    if (!t->theirs)
-      rc = AGGIO_ERR_NOMEM;
-    for (int r = 0; r < P && rc == 0; r++)
-      for (int j = 0; j < rcount[r] && rc == 0; j += 2)
-        rc = aggio__extents_push(&t->theirs[r], rbuf[rdisp[r] + j], rbuf[rdisp[r] + j + 1]);
-  }
-  free(scount);
-  free(rcount);
-  free(sdisp);
-  free(rdisp);
-  free(sbuf);
-  free(rbuf);
-  return rc;
+  const struct aggio__call_summary *s = &t->op->sum;
+  int P = fh->nprocs, A = fh->naggr;
+  t->fd_lo = aggio__malloc(fh, (size_t)A * sizeof *t->fd_lo);
+  t->fd_hi = aggio__malloc(fh, (size_t)A * sizeof *t->fd_hi);
+  t->mine = aggio__calloc(fh, (size_t)A, sizeof *t->mine);
+  t->theirs = aggio__calloc(fh, (size_t)P, sizeof *t->theirs);
+  t->their_cursor = aggio__calloc(fh, (size_t)P, sizeof *t->their_cursor);
+  t->window = aggio__calloc(fh, (size_t)P, sizeof *t->window);
+  t->types = aggio__malloc(fh, (size_t)(A + P) * sizeof *t->types);
+  if (!t->fd_lo || !t->fd_hi || !t->mine || !t->theirs || !t->their_cursor ||
+      !t->window || !t->types)
+    return AGGIO_ERR_NOMEM;
+  int64_t align = fh->hints.striping_unit.num > 0 ? fh->hints.striping_unit.num : fh->block;
+  aggio__file_domains(s->lo, s->hi, A, align, t->fd_lo, t->fd_hi);
+  int64_t largest = 0;
+  for (int i = 0; i < A; i++)
+    largest = t->fd_hi[i] - t->fd_lo[i] > largest ? t->fd_hi[i] - t->fd_lo[i] : largest;
+  t->cb = aggio__round_size(largest, buffer_bytes(fh), t->f->align, t->pipeline);
+  t->nrounds = aggio__round_count(A, t->fd_lo, t->fd_hi, t->cb);
+  if (fh->stats)
+    aggio__stats_set_domains(fh->stats, A, t->fd_lo, t->fd_hi);
+  return split_mine(t);
 }
 
-/* cb_buffer_size, capped: message block lengths are int. */
-static int64_t buffer_bytes(aggio_file fh) {
-  int64_t cb = fh->hints.cb_buffer_size.num;
-  return cb < (1 << 30) ? cb : (1 << 30);
+static int exchange_counts(struct aggio__op *op);
+static int exchange_offsets(struct aggio__op *op);
+static int offsets_arrived(struct aggio__op *op);
+static int round_begin(struct aggio__op *op);
+
+static int tp_start(struct aggio__op *op) {
+  aggio_file fh = op->fh;
+  struct tp *t = aggio__calloc(fh, 1, sizeof *t);
+  op->sdata = t;
+  op->sdata_free = tp_free;
+  if (!t) {
+    /* This rank still takes part in the set-up's collectives, contributing
+     * nothing; the set-up agreement then stops every rank. */
+    aggio__op_note(op, AGGIO_ERR_NOMEM, "two-phase set-up");
+    return aggio__then(op, exchange_counts, AGGIO_P_PLAN);
+  }
+  t->op = op;
+  t->fh = fh;
+  t->f = fh->strategy_state[aggio__strategy_two_phase.id];
+  t->naggr = fh->naggr;
+  t->me = fh->my_aggr_index;
+  t->shm = t->f->win != MPI_WIN_NULL;
+  t->pipeline = fh->hints.pipeline.num != AGGIO_DISABLE && !fh->atomic;
+  for (int s = 0; s < 2; s++)
+    t->slot[s].t = t;
+  buffers_of(t);
+  aggio__op_note(op, plan_call(t), "two-phase planning");
+  return aggio__then(op, exchange_counts, AGGIO_P_PLAN);
 }
 
-/* ---- one round ------------------------------------------------------------ */
+/* A rank whose call could not allocate its count arrays still joins the
+ * alltoall, sending zeros from the file's fallback array, and the set-up
+ * agreement that follows stops every rank. */
+static int exchange_counts(struct aggio__op *op) {
+  struct tp *t = op->sdata;
+  aggio_file fh = op->fh;
+  int P = fh->nprocs;
+  if (t) {
+    t->scount = aggio__calloc(fh, (size_t)P, sizeof *t->scount);
+    t->rcount = aggio__calloc(fh, (size_t)P, sizeof *t->rcount);
+    t->sdisp = aggio__calloc(fh, (size_t)P, sizeof *t->sdisp);
+    t->rdisp = aggio__calloc(fh, (size_t)P, sizeof *t->rdisp);
+  }
+  if (!t || !t->scount || !t->rcount || !t->sdisp || !t->rdisp) {
+    struct tp_file *f = fh->strategy_state[aggio__strategy_two_phase.id];
+    aggio__op_note(op, AGGIO_ERR_NOMEM, "two-phase offset exchange");
+    memset(f->fallback, 0, (size_t)P * sizeof *f->fallback);
+    aggio__then(op, offsets_arrived, AGGIO_P_PLAN);
+    return aggio__op_alltoall(op, MPI_IN_PLACE, f->fallback, 1, MPI_INT, AGGIO_P_PLAN);
+  }
+  for (int i = 0; op->err.code == 0 && i < t->naggr; i++)
+    t->scount[fh->aggr[i]] = (int)(2 * t->mine[i].n);
+  aggio__then(op, exchange_offsets, AGGIO_P_PLAN);
+  return aggio__op_alltoall(op, t->scount, t->rcount, 1, MPI_INT, AGGIO_P_PLAN);
+}
 
 static int ensure_scratch(struct tp *t, size_t n) {
   if (n <= t->scratch_cap)
@@ -216,49 +383,169 @@ static int ensure_scratch(struct tp *t, size_t n) {
   return 0;
 }
 
+/* Before any offset travels, every list that will hold them and every
+ * scratch array of the rounds is allocated: after this, a local failure
+ * (a refused write, a full disk) no longer stops the exchanges. */
+static int reserve_all(struct tp *t) {
+  aggio_file fh = t->fh;
+  int64_t stotal = 0, rtotal = 0;
+  size_t most = 0, total = 0;
+  for (int r = 0; r < fh->nprocs; r++) {
+    t->sdisp[r] = (int)stotal;
+    t->rdisp[r] = (int)rtotal;
+    stotal += t->scount[r];
+    rtotal += t->rcount[r];
+    size_t n = (size_t)t->rcount[r] / 2;
+    total += n;
+    most = n > most ? n : most;
+    if (aggio__extents_reserve(&t->theirs[r], n) != 0 ||
+        aggio__extents_reserve(&t->window[r], n) != 0)
+      return AGGIO_ERR_NOMEM;
+  }
+  for (int i = 0; i < t->naggr; i++)
+    most = t->mine[i].n > most ? t->mine[i].n : most;
+  t->sbuf = aggio__malloc(fh, (size_t)(stotal ? stotal : 1) * sizeof *t->sbuf);
+  t->rbuf = aggio__malloc(fh, (size_t)(rtotal ? rtotal : 1) * sizeof *t->rbuf);
+  if (!t->sbuf || !t->rbuf ||
+      aggio__extents_reserve(&t->slot[0].runs, total) != 0 ||
+      aggio__extents_reserve(&t->slot[1].runs, total) != 0)
+    return AGGIO_ERR_NOMEM;
+  return ensure_scratch(t, most + 1);
+}
+
+static int setup_agreed(struct aggio__op *op);
+
+/* After the counts: reserve, then agree on the set-up before the offsets
+ * travel (a rank without memory for them must not be sent any). */
+static int exchange_offsets(struct aggio__op *op) {
+  struct tp *t = op->sdata;
+  if (op->err.code == 0)
+    aggio__op_note(op, reserve_all(t), "two-phase set-up");
+  op->agreed[0] = aggio__err_encode(op->err.code, op->fh->rank);
+  aggio__then(op, setup_agreed, AGGIO_P_AGREE);
+  return aggio__op_allreduce(op, MPI_IN_PLACE, op->agreed, 1, MPI_INT64_T, MPI_MIN,
+                             op->fh->comm, AGGIO_P_AGREE);
+}
+
+/* The stand-in of exchange_counts for a rank that had no memory: it joins
+ * the set-up agreement, which stops every rank. */
+static int offsets_arrived(struct aggio__op *op) {
+  op->agreed[0] = aggio__err_encode(op->err.code, op->fh->rank);
+  aggio__then(op, setup_agreed, AGGIO_P_AGREE);
+  return aggio__op_allreduce(op, MPI_IN_PLACE, op->agreed, 1, MPI_INT64_T, MPI_MIN,
+                             op->fh->comm, AGGIO_P_AGREE);
+}
+
+static int unpack_offsets(struct aggio__op *op);
+
+static int setup_agreed(struct aggio__op *op) {
+  struct tp *t = op->sdata;
+  if (op->err.code == 0)
+    aggio__err_decode(op->agreed[0], &op->err);
+  if (op->err.code != 0) /* every rank stops here: nothing was sent */
+    return aggio__then(op, NULL, AGGIO_P_AGREE);
+  for (int i = 0; i < t->naggr; i++) {
+    int64_t *p = t->sbuf + t->sdisp[op->fh->aggr[i]];
+    for (size_t j = 0; j < t->mine[i].n; j++) {
+      *p++ = t->mine[i].v[j].off;
+      *p++ = t->mine[i].v[j].len;
+    }
+  }
+  aggio__then(op, unpack_offsets, AGGIO_P_PLAN);
+  return aggio__op_alltoallv(op, t->sbuf, t->scount, t->sdisp, t->rbuf, t->rcount,
+                             t->rdisp, MPI_INT64_T, AGGIO_P_PLAN);
+}
+
+static void count_rounds(struct tp *t) {
+  struct aggio__stats *s = t->fh->stats;
+  if (s && t->me >= 0 && t->fd_hi[t->me] > t->fd_lo[t->me]) {
+    s->c[AGGIO_C_AGGR_ACTIVE]++;
+    s->c[AGGIO_C_COLL_ROUNDS] += t->nrounds;
+  }
+}
+
+static int unpack_offsets(struct aggio__op *op) {
+  struct tp *t = op->sdata;
+  for (int r = 0; r < t->fh->nprocs; r++)
+    for (int j = 0; j < t->rcount[r]; j += 2)
+      aggio__extents_push(&t->theirs[r], t->rbuf[t->rdisp[r] + j],
+                          t->rbuf[t->rdisp[r] + j + 1]); /* reserved: cannot fail */
+  count_rounds(t);
+  t->k = 0;
+  return aggio__then(op, round_begin, AGGIO_P_PLAN);
+}
+
+/* ---- one round ------------------------------------------------------------------------ */
+
 /* Posts one message of n blocks (blens/disps relative to base). */
 static int post(struct tp *t, char *base, int n, int peer, int is_send) {
-  MPI_Request *r = &t->req[t->nreq++];
+  MPI_Request *r = aggio__op_request(t->op);
+  if (!r)
+    return AGGIO_ERR_NOMEM;
+  MPI_Comm c = t->fh->comm;
+  int rc;
   if (n == 1) {
     char *p = base + t->disps[0];
-    return is_send ? MPI_Isend(p, t->blens[0], MPI_BYTE, peer, TP_TAG, t->fh->comm, r)
-                   : MPI_Irecv(p, t->blens[0], MPI_BYTE, peer, TP_TAG, t->fh->comm, r);
+    rc = is_send ? MPI_Isend(p, t->blens[0], MPI_BYTE, peer, TP_TAG, c, r)
+                 : MPI_Irecv(p, t->blens[0], MPI_BYTE, peer, TP_TAG, c, r);
+  } else {
+    MPI_Datatype *ty = &t->types[t->ntypes++];
+    MPI_Type_create_hindexed(n, t->blens, t->disps, MPI_BYTE, ty);
+    MPI_Type_commit(ty);
+    rc = is_send ? MPI_Isend(base, 1, *ty, peer, TP_TAG, c, r)
+                 : MPI_Irecv(base, 1, *ty, peer, TP_TAG, c, r);
   }
-  MPI_Datatype *ty = &t->types[t->ntypes++];
-  MPI_Type_create_hindexed(n, t->blens, t->disps, MPI_BYTE, ty);
-  MPI_Type_commit(ty);
-  return is_send ? MPI_Isend(base, 1, *ty, peer, TP_TAG, t->fh->comm, r)
-                 : MPI_Irecv(base, 1, *ty, peer, TP_TAG, t->fh->comm, r);
+  return rc == MPI_SUCCESS ? 0 : AGGIO_ERR_MPI;
 }
 
 /* Where file offset `off` of a window starting at `lo` lives in a buffer:
- * shifted so that aligned offsets land on aligned memory (O_DIRECT). */
+ * shifted so that aligned offsets land on aligned memory (direct I/O). */
 static char *buf_at(const struct tp *t, char *buf, int64_t lo, int64_t off) {
-  return buf + (lo % t->shift_align) + (off - lo);
+  return buf + (lo % t->f->align) + (off - lo);
 }
 
-/* Buffer s of aggregator i as this rank can reach it through shared memory,
- * or NULL (other node, or shared memory off). */
-static char *peer_buffer(const struct tp *t, int i, int s) {
-  return t->shm ? aggio__shm_buffer(t->fh, i, s) : NULL;
+/* Buffer s of aggregator i as this rank reaches it through shared memory,
+ * or NULL (other node, or shared memory off); its header in *hdr. */
+static char *peer_buffer(const struct tp *t, int i, int s, struct tp_header **hdr) {
+  if (!t->shm || !t->f->peer[i])
+    return NULL;
+  *hdr = (struct tp_header *)t->f->peer[i];
+  return t->f->peer[i] + t->f->align + s * t->f->slot;
 }
 
 /* 1 if rank r reaches my buffers through shared memory. */
 static int same_node(const struct tp *t, int r) {
   aggio_file fh = t->fh;
-  return t->shm && fh->leader_of_rank[r] == fh->leader_of_rank[fh->rank];
+  return t->shm && fh->node_of_rank[r] == fh->node_of_rank[fh->rank];
+}
+
+/* Copies [a, b) of a shared buffer in or out; reads stop at the end of the
+ * data the aggregator found (end of file). */
+static void copy_shared(struct tp *t, char *peer, const struct tp_header *h, int s,
+                        int64_t lo, int64_t a, int64_t b, int64_t spos, int is_write) {
+  char *stream = t->op->acc.stream;
+  if (is_write) {
+    memcpy(buf_at(t, peer, lo, a), stream + spos, (size_t)(b - a));
+    return;
+  }
+  if (b > h->valid_end[s])
+    b = h->valid_end[s];
+  if (b > a)
+    memcpy(stream + spos, buf_at(t, peer, lo, a), (size_t)(b - a));
 }
 
 /* This rank's side of round k: for each aggregator, the stream bytes of my
  * pieces inside that aggregator's window, copied through shared memory when
  * the aggregator shares the node, else sent (or received) as one message. */
-static int move_mine(struct tp *t, int64_t k, int is_write) {
-  char *stream = t->acc->stream;
+static int move_mine(struct tp *t, int is_write) {
+  char *stream = t->op->acc.stream;
+  int s = (int)(t->k % 2);
   for (int i = 0; i < t->naggr; i++) {
     int64_t lo, hi;
     struct piece_list *l = &t->mine[i];
-    aggio__round_window(t->fd_lo[i], t->fd_hi[i], t->cb, k, &lo, &hi);
-    char *peer = peer_buffer(t, i, (int)(k % 2));
+    struct tp_header *h = NULL;
+    aggio__round_window(t->fd_lo[i], t->fd_hi[i], t->cb, t->k, &lo, &hi);
+    char *peer = peer_buffer(t, i, s, &h);
     int n = 0;
     while (l->cursor < l->n && l->v[l->cursor].off + l->v[l->cursor].len <= lo)
       l->cursor++;
@@ -266,12 +553,8 @@ static int move_mine(struct tp *t, int64_t k, int is_write) {
       int64_t a = l->v[j].off > lo ? l->v[j].off : lo;
       int64_t b = l->v[j].off + l->v[j].len < hi ? l->v[j].off + l->v[j].len : hi;
       int64_t spos = l->v[j].spos + (a - l->v[j].off);
-      if (peer && is_write) {
-        memcpy(buf_at(t, peer, lo, a), stream + spos, (size_t)(b - a));
-        continue;
-      }
       if (peer) {
-        memcpy(stream + spos, buf_at(t, peer, lo, a), (size_t)(b - a));
+        copy_shared(t, peer, h, s, lo, a, b, spos, is_write);
         continue;
       }
       if (ensure_scratch(t, (size_t)n + 1) != 0)
@@ -280,15 +563,17 @@ static int move_mine(struct tp *t, int64_t k, int is_write) {
       t->blens[n] = (int)(b - a);
       n++;
     }
-    if (n > 0 && post(t, stream, n, t->fh->aggr[i], is_write) != MPI_SUCCESS)
+    if (n > 0 && post(t, stream, n, t->fh->aggr[i], is_write) != 0)
       return AGGIO_ERR_MPI;
   }
   return 0;
 }
 
-/* The aggregator's side of round k: clip every rank's ranges to the window
- * and compute the covered runs. */
-static int clip_window(struct tp *t, struct slot *sl, int64_t lo, int64_t hi) {
+/* The aggregator's window of round k: every rank's ranges clipped to it,
+ * and the covered runs. */
+static int plan_window(struct tp *t, struct slot *sl) {
+  int64_t lo, hi;
+  aggio__round_window(t->fd_lo[t->me], t->fd_hi[t->me], t->cb, t->k, &lo, &hi);
   for (int r = 0; r < t->fh->nprocs; r++) {
     aggio__extents_clear(&t->window[r]);
     if (aggio__clip(&t->theirs[r], &t->their_cursor[r], lo, hi, &t->window[r]) != 0)
@@ -298,37 +583,37 @@ static int clip_window(struct tp *t, struct slot *sl, int64_t lo, int64_t hi) {
   return aggio__coverage(t->window, t->fh->nprocs, &sl->runs);
 }
 
-/* Local failures are recorded in t->e; the round still runs to the end so
- * that every message a peer posted is matched. */
-static void note(struct tp *t, int rc, const char *what) {
-  if (rc != 0)
-    aggio__fail(t->e, rc, "rank %d: two-phase %s failed: %s", t->fh->rank, what,
-                aggio_strerror(rc));
-}
-
-/* This aggregator's window of round k, clipped and covered, in slot sl. */
-static void plan_window(struct tp *t, struct slot *sl, int64_t k) {
-  int64_t lo, hi;
-  aggio__round_window(t->fd_lo[t->me], t->fd_hi[t->me], t->cb, k, &lo, &hi);
-  note(t, clip_window(t, sl, lo, hi), "planning");
-}
-
-/* Messages with the ranks that cannot reach the buffer through shared memory. */
+/* Messages with the ranks that cannot reach the buffer through shared
+ * memory.  Reads send only what lies before end of file: the receiver's
+ * type is then filled as far as the data goes, in stream order. */
 static int post_theirs(struct tp *t, struct slot *sl, int is_send) {
+  int64_t end = is_send ? sl->hdr->valid_end[t->k % 2] : INT64_MAX;
   for (int r = 0; r < t->fh->nprocs; r++) {
     struct aggio__extents *w = &t->window[r];
     if (w->n == 0 || same_node(t, r))
       continue;
     if (ensure_scratch(t, w->n) != 0)
       return AGGIO_ERR_NOMEM;
-    for (size_t j = 0; j < w->n; j++) {
-      t->disps[j] = (MPI_Aint)(w->v[j].off - sl->lo);
-      t->blens[j] = (int)w->v[j].len;
+    int n = 0;
+    for (size_t j = 0; j < w->n && w->v[j].off < end; j++) {
+      int64_t len = w->v[j].off + w->v[j].len <= end ? w->v[j].len : end - w->v[j].off;
+      t->disps[n] = (MPI_Aint)(w->v[j].off - sl->lo);
+      t->blens[n++] = (int)len;
     }
-    if (post(t, buf_at(t, sl->buf, sl->lo, sl->lo), (int)w->n, r, is_send) != MPI_SUCCESS)
+    if (n == 0) { /* nothing before end of file: an empty message still pairs */
+      t->disps[0] = 0;
+      t->blens[0] = 0;
+      n = 1;
+    }
+    if (post(t, buf_at(t, sl->buf, sl->lo, sl->lo), n, r, is_send) != 0)
       return AGGIO_ERR_MPI;
   }
   return 0;
+}
+
+static int64_t span_lo(const struct slot *sl) { return sl->runs.v[0].off; }
+static int64_t span_hi(const struct slot *sl) {
+  return sl->runs.v[sl->runs.n - 1].off + sl->runs.v[sl->runs.n - 1].len;
 }
 
 static void count_gaps(struct tp *t, const struct slot *sl) {
@@ -341,475 +626,212 @@ static void count_gaps(struct tp *t, const struct slot *sl) {
     s->c[AGGIO_C_WRITE_GAP_BYTES] += v[i].off - (v[i - 1].off + v[i - 1].len);
 }
 
-/* Reads [a, b) into the slot's buffer, zeros past end of file. */
-static int read_span(struct tp *t, struct slot *sl, int64_t a, int64_t b,
-                     struct aggio__err *e) {
-  int64_t got = 0;
+/* Read-modify-write: the span is read into the buffer before the data
+ * arrives, so that the holes keep the file's bytes (zeros past its end). */
+static int read_holes(struct tp *t, struct slot *sl) {
+  sl->rmw = sl->runs.n > 1 &&
+            aggio__rmw_decide(&sl->runs, sl->lo, sl->lo, (int)t->fh->hints.ds_write.num);
+  count_gaps(t, sl);
+  if (!sl->rmw)
+    return 0;
+  int64_t a = span_lo(sl), b = span_hi(sl), got = 0;
   char *p = buf_at(t, sl->buf, sl->lo, a);
-  int rc = aggio__pread(t->fh, p, b - a, a, &got, AGGIO_IO_AGGREGATOR, e);
+  if (t->fh->stats) {
+    t->fh->stats->c[AGGIO_C_RMW_COUNT]++;
+    t->fh->stats->c[AGGIO_C_RMW_BYTES] += b - a;
+  }
+  if (t->fh->atomic && t->fh->store->lock(t->fh, a, b - a, 1, &t->op->err) != 0)
+    return t->op->err.code;
+  int rc = aggio__pread(t->fh, p, b - a, a, &got, AGGIO_IO_AGGREGATOR, &t->op->err);
   if (rc == 0 && got < b - a)
     memset(p + got, 0, (size_t)(b - a - got));
   return rc;
 }
 
-static int64_t span_lo(const struct slot *sl) { return sl->runs.v[0].off; }
-static int64_t span_hi(const struct slot *sl) {
-  return sl->runs.v[sl->runs.n - 1].off + sl->runs.v[sl->runs.n - 1].len;
-}
-
-/* The file write of one slot; runs in the I/O thread when pipelining. */
-static int write_slot(struct slot *sl) {
+/* The file write of one slot, on an I/O thread when pipelining. */
+static int write_slot(struct slot *sl, struct aggio__err *e) {
   struct tp *t = sl->t;
-  if (sl->runs.n == 0)
-    return 0;
-  if (sl->rmw)
-    return aggio__pwrite(t->fh, buf_at(t, sl->buf, sl->lo, span_lo(sl)),
-                         span_hi(sl) - span_lo(sl), span_lo(sl),
-                         AGGIO_IO_AGGREGATOR, &sl->err);
-  for (size_t i = 0; i < sl->runs.n; i++) {
-    const struct aggio__extent *x = &sl->runs.v[i];
-    int rc = aggio__pwrite(t->fh, buf_at(t, sl->buf, sl->lo, x->off), x->len,
-                           x->off, AGGIO_IO_AGGREGATOR, &sl->err);
-    if (rc != 0)
-      return rc;
-  }
-  return 0;
-}
-
-static void *write_thread(void *arg) {
-  write_slot(arg);
-  return NULL;
-}
-
-/* Waits for the slot's write, if any, and takes its outcome. */
-static void slot_join(struct tp *t, struct slot *sl) {
-  if (!sl->busy)
-    return;
-  pthread_join(sl->thread, NULL);
-  sl->busy = 0;
-  if (sl->err.code != 0 && t->e->code == 0)
-    *t->e = sl->err;
-}
-
-/* Writes the slot, in an I/O thread when pipelining: with one thread per
- * slot two writes can be in flight, which keeps the device queue busy
- * (the POSIX layer counts and traces thread-safely). */
-static void slot_write(struct tp *t, struct slot *sl) {
-  slot_join(t, sl);
-  if (t->e->code != 0 || sl->runs.n == 0)
-    return; /* after a failure, keep exchanging but write nothing */
-  sl->err.code = 0;
-  if (t->pipeline && pthread_create(&sl->thread, NULL, write_thread, sl) == 0) {
-    sl->busy = 1;
-    return;
-  }
-  write_slot(sl);
-  if (sl->err.code != 0)
-    *t->e = sl->err;
-}
-
-/* After the data arrived: with read-modify-write, the old bytes of the
- * holes between the runs, read in one call over the span into the scratch
- * buffer, so that writing the whole span keeps them. */
-static int fill_holes(struct tp *t, struct slot *sl) {
-  sl->rmw = sl->runs.n > 1 &&
-            aggio__rmw_decide(&sl->runs, sl->lo, sl->lo, (int)t->fh->hints.ds_write.num);
-  count_gaps(t, sl);
-  if (!sl->rmw || t->e->code != 0)
-    return 0;
-  slot_join(t, &t->slot[0]); /* no read beside a write in flight */
-  slot_join(t, &t->slot[1]);
-  int64_t a = span_lo(sl), b = span_hi(sl), got = 0;
-  if (!t->scratch)
-    t->scratch = malloc((size_t)(buffer_bytes(t->fh) + t->shift_align));
-  if (!t->scratch)
-    return AGGIO_ERR_NOMEM;
-  if (t->fh->stats) {
-    t->fh->stats->c[AGGIO_C_RMW_COUNT]++;
-    t->fh->stats->c[AGGIO_C_RMW_BYTES] += b - a;
-  }
-  int rc = aggio__pread(t->fh, t->scratch, b - a, a, &got, AGGIO_IO_AGGREGATOR, t->e);
-  if (rc != 0)
+  int flags = AGGIO_IO_AGGREGATOR | AGGIO_IO_DIRECT_OK;
+  int rc = 0;
+  if (sl->rmw) {
+    rc = aggio__pwrite(t->fh, buf_at(t, sl->buf, sl->lo, span_lo(sl)),
+                       span_hi(sl) - span_lo(sl), span_lo(sl), flags, e);
+    if (t->fh->atomic) {
+      struct aggio__err ue = {0};
+      t->fh->store->lock(t->fh, span_lo(sl), span_hi(sl) - span_lo(sl), -1, &ue);
+    }
     return rc;
-  if (got < b - a)
-    memset(t->scratch + got, 0, (size_t)(b - a - got));
-  for (size_t i = 1; i < sl->runs.n; i++) {
-    int64_t h = sl->runs.v[i - 1].off + sl->runs.v[i - 1].len;
-    memcpy(buf_at(t, sl->buf, sl->lo, h), t->scratch + (h - a),
-           (size_t)(sl->runs.v[i].off - h));
   }
-  return 0;
-}
-
-static int read_slot(struct tp *t, struct slot *sl) {
-  if (t->e->code != 0 || sl->runs.n == 0)
-    return 0;
-  if (aggio__rmw_decide(&sl->runs, sl->lo, sl->lo, (int)t->fh->hints.ds_read.num))
-    return read_span(t, sl, span_lo(sl), span_hi(sl), t->e);
-  for (size_t i = 0; i < sl->runs.n; i++) {
+  for (size_t i = 0; rc == 0 && i < sl->runs.n; i++) {
     const struct aggio__extent *x = &sl->runs.v[i];
-    int rc = read_span(t, sl, x->off, x->off + x->len, t->e);
-    if (rc != 0)
-      return rc;
+    rc = aggio__pwrite(t->fh, buf_at(t, sl->buf, sl->lo, x->off), x->len, x->off, flags, e);
   }
-  return 0;
+  return rc;
 }
 
-static int wait_all(struct tp *t) {
-  double t0 = t->fh->stats ? aggio__now() : 0.0;
-  int rc = MPI_Waitall(t->nreq, t->req, t->stat);
+static void write_job(struct aggio__job *job, struct aggio__err *e) {
+  struct slot *sl = (struct slot *)((char *)job - offsetof(struct slot, job));
+  write_slot(sl, e);
+}
+
+/* Queues the slot's write on the file's I/O threads (or writes it here
+ * when not pipelining, or when no thread can start). */
+static void slot_write(struct tp *t, struct slot *sl) {
+  if (t->op->err.code != 0 || sl->runs.n == 0)
+    return; /* after a failure, keep exchanging but write nothing */
+  struct aggio__pool *p = t->pipeline ? aggio__file_pool(t->fh) : NULL;
+  sl->job.run = write_job;
+  if (p && aggio__pool_submit(p, &sl->job, &sl->batch) == 0)
+    return; /* waited for when the slot is next needed, or in drain */
+  write_slot(sl, &t->op->err);
+}
+
+/* ---- the rounds as steps ------------------------------------------------------------- */
+
+static int slot_test(struct aggio__op *op) {
+  struct tp *t = op->sdata;
+  return aggio__batch_done(t->fh->pool, &t->slot[t->k % 2].batch);
+}
+
+static void slot_block(struct aggio__op *op) {
+  struct tp *t = op->sdata;
+  aggio__batch_wait(t->fh->pool, &t->slot[t->k % 2].batch);
+}
+
+/* Takes a finished slot write's outcome. */
+static void slot_collect(struct tp *t, struct slot *sl) {
+  if (sl->batch.err.code != 0 && t->op->err.code == 0)
+    t->op->err = sl->batch.err;
+  sl->batch.err.code = 0;
+}
+
+static int round_prepare(struct aggio__op *op);
+static int round_exchange(struct aggio__op *op);
+static int read_window(struct tp *t, struct slot *sl);
+static int drain(struct aggio__op *op);
+
+/* Round k starts once the aggregator's buffer k % 2 is written out. */
+static int round_begin(struct aggio__op *op) {
+  struct tp *t = op->sdata;
+  if (t->k >= t->nrounds)
+    return aggio__then(op, drain, AGGIO_P_IO_WAIT);
+  aggio__then(op, round_prepare, AGGIO_P_PLAN);
+  if (t->me < 0)
+    return AGGIO_STEP_NEXT;
+  return aggio__op_await(op, slot_test, slot_block, AGGIO_P_IO_WAIT);
+}
+
+static int round_exchange(struct aggio__op *op);
+
+/* The aggregator plans its window and fills its buffer where it must (a
+ * write with small holes reads them first; a read reads the window); then
+ * same-node ranks may use the buffer. */
+static int round_prepare(struct aggio__op *op) {
+  struct tp *t = op->sdata;
+  struct slot *sl = &t->slot[t->k % 2];
+  if (t->me >= 0) {
+    slot_collect(t, sl);
+    aggio__op_note(op, plan_window(t, sl), "two-phase planning");
+    if (op->acc.is_write && op->err.code == 0)
+      read_holes(t, sl);
+    if (!op->acc.is_write)
+      read_window(t, sl);
+  }
+  aggio__then(op, round_exchange, AGGIO_P_EXCHANGE);
+  if (!t->shm)
+    return AGGIO_STEP_NEXT;
+  return aggio__op_barrier(op, op->fh->node_comm, AGGIO_P_WAIT);
+}
+
+static int round_received(struct aggio__op *op);
+
+static int round_exchange(struct aggio__op *op) {
+  struct tp *t = op->sdata;
+  int is_write = op->acc.is_write;
+  if (t->me >= 0)
+    aggio__op_note(op, post_theirs(t, &t->slot[t->k % 2], !is_write),
+                   is_write ? "receive" : "send");
+  aggio__op_note(op, move_mine(t, is_write), is_write ? "send" : "receive");
+  aggio__then(op, round_received, AGGIO_P_EXCHANGE);
+  return aggio__op_await_requests(op, AGGIO_P_EXCHANGE);
+}
+
+static int round_written(struct aggio__op *op);
+
+static int round_received(struct aggio__op *op) {
+  struct tp *t = op->sdata;
   for (int i = 0; i < t->ntypes; i++)
     MPI_Type_free(&t->types[i]);
-  t->nreq = t->ntypes = 0;
-  if (t->fh->stats)
-    aggio__phase_add(t->fh->stats, AGGIO_P_EXCHANGE, aggio__now() - t0);
-  return rc == MPI_SUCCESS ? 0 : AGGIO_ERR_MPI;
+  t->ntypes = 0;
+  aggio__then(op, round_written, AGGIO_P_WRITE);
+  if (!t->shm || !op->acc.is_write)
+    return AGGIO_STEP_NEXT;
+  /* every same-node rank has copied in */
+  return aggio__op_barrier(op, op->fh->node_comm, AGGIO_P_WAIT);
 }
 
-static void node_barrier(struct tp *t) {
-  if (!t->shm)
-    return;
-  double t0 = t->fh->stats ? aggio__now() : 0.0;
-  aggio__shm_barrier(t->fh);
-  if (t->fh->stats)
-    aggio__phase_add(t->fh->stats, AGGIO_P_WAIT, aggio__now() - t0);
+static int round_written(struct aggio__op *op) {
+  struct tp *t = op->sdata;
+  if (t->me >= 0 && op->acc.is_write)
+    slot_write(t, &t->slot[t->k % 2]);
+  t->k++;
+  return aggio__then(op, round_begin, AGGIO_P_PLAN);
 }
 
-
-/* Round k of a write.  Slot k % 2 was last written in round k - 2 (slots
- * are free when a call starts: its writes end before it returns); the first
- * node barrier says every aggregator of the node has it back, the second
- * that every rank has copied its data in. */
-static void round_write(struct tp *t, int64_t k) {
-  struct slot *sl = &t->slot[k % 2];
-  if (t->me >= 0) {
-    slot_join(t, sl);
-    plan_window(t, sl, k);
-  }
-  if (k >= 2)
-    node_barrier(t);
-  if (t->me >= 0)
-    note(t, post_theirs(t, sl, 0), "receive");
-  note(t, move_mine(t, k, 1), "send");
-  note(t, wait_all(t), "exchange");
-  node_barrier(t);
-  if (t->me >= 0) {
-    note(t, fill_holes(t, sl), "read-modify-write read");
-    slot_write(t, sl);
-  }
-}
-
-/* Round k of a read: the aggregator fills slot k % 2, the node barrier says
- * every aggregator of the node has, then ranks copy out.  The slot is
- * refilled in round k + 2, after round k + 1's barrier, which every rank
- * reaches only once it has copied. */
-static void round_read(struct tp *t, int64_t k) {
-  struct slot *sl = &t->slot[k % 2];
-  if (t->me >= 0) {
-    plan_window(t, sl, k);
-    read_slot(t, sl);
-  }
-  node_barrier(t);
-  if (t->me >= 0)
-    note(t, post_theirs(t, sl, 1), "send");
-  note(t, move_mine(t, k, 0), "receive");
-  note(t, wait_all(t), "exchange");
-}
-
-static int reserve_rounds(struct tp *t);
-
-/* ---- one node: offsets through shared-memory mailboxes -------------------- */
-
-/* When every rank shares one node, the offset lists go through mailboxes in
- * the aggregators' shared windows instead of MPI_Alltoall(v), and round 0's
- * node synchronisation doubles as the agreement on set-up: a small
- * collective call costs an allgather, one node-wide allreduce and the final
- * agreement.  Used when each rank has at most FAST_MAX_PIECES ranges (a
- * range can be split at two domain boundaries). */
-#define FAST_MAX_PIECES (AGGIO_MAILBOX_CAP - 2)
-
-static void post_offsets(struct tp *t) {
-  for (int i = 0; i < t->naggr; i++) {
-    int64_t *mb = aggio__shm_mailbox(t->fh, i, t->fh->rank);
-    const struct piece_list *l = &t->mine[i];
-    mb[0] = (int64_t)l->n;
-    for (size_t j = 0; j < l->n; j++) {
-      mb[1 + 2 * j] = l->v[j].off;
-      mb[2 + 2 * j] = l->v[j].len;
+/* Reads the window's runs into the slot, stopping at end of file. */
+static int read_window(struct tp *t, struct slot *sl) {
+  int s = (int)(t->k % 2);
+  sl->hdr->valid_end[s] = INT64_MAX;
+  if (t->op->err.code != 0 || sl->runs.n == 0)
+    return 0;
+  int whole = aggio__rmw_decide(&sl->runs, sl->lo, sl->lo, (int)t->fh->hints.ds_read.num);
+  struct aggio__extent span = {span_lo(sl), span_hi(sl) - span_lo(sl)};
+  const struct aggio__extent *v = whole ? &span : sl->runs.v;
+  size_t n = whole ? 1 : sl->runs.n;
+  for (size_t i = 0; i < n; i++) {
+    int64_t got = 0;
+    int rc = aggio__pread(t->fh, buf_at(t, sl->buf, sl->lo, v[i].off), v[i].len, v[i].off,
+                          &got, AGGIO_IO_AGGREGATOR, &t->op->err);
+    if (rc != 0)
+      return rc;
+    if (got < v[i].len) {
+      sl->hdr->valid_end[s] = v[i].off + got;
+      aggio__op_saw_eof(t->op, v[i].off + got);
+      return 0;
     }
   }
-}
-
-static int load_offsets(struct tp *t) {
-  for (int r = 0; r < t->fh->nprocs; r++) {
-    const int64_t *mb = aggio__shm_mailbox(t->fh, t->me, r);
-    if (aggio__extents_reserve(&t->theirs[r], (size_t)mb[0]) != 0)
-      return AGGIO_ERR_NOMEM;
-    for (int64_t j = 0; j < mb[0]; j++)
-      aggio__extents_push(&t->theirs[r], mb[1 + 2 * j], mb[2 + 2 * j]);
-  }
-  return reserve_rounds(t);
-}
-
-/* A node barrier that also says whether any rank failed to set up. */
-static int any_failed(struct tp *t, int failed) {
-  int any = 0;
-  double t0 = t->fh->stats ? aggio__now() : 0.0;
-  MPI_Win_sync(t->fh->shm_win);
-  MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, t->fh->shm_comm);
-  MPI_Win_sync(t->fh->shm_win);
-  if (t->fh->stats)
-    aggio__phase_add(t->fh->stats, AGGIO_P_WAIT, aggio__now() - t0);
-  return any;
-}
-
-/* Round k of a write on one node; returns 1 when the call must stop (a
- * rank failed to set up: every rank learns it in round 0). */
-static int fast_round_write(struct tp *t, int64_t k, int failed) {
-  struct slot *sl = &t->slot[k % 2];
-  if (k >= 2) {
-    if (t->me >= 0)
-      slot_join(t, sl);
-    node_barrier(t);
-  }
-  if (!failed) {
-    if (k == 0)
-      post_offsets(t);
-    note(t, move_mine(t, k, 1), "copy");
-  }
-  if (k == 0 && any_failed(t, failed))
-    return 1;
-  if (k > 0)
-    node_barrier(t);
-  if (t->me >= 0) {
-    if (k == 0)
-      note(t, load_offsets(t), "offsets");
-    plan_window(t, sl, k);
-    note(t, fill_holes(t, sl), "read-modify-write read");
-    slot_write(t, sl);
-  }
   return 0;
 }
 
-/* Round k of a read on one node. */
-static int fast_round_read(struct tp *t, int64_t k, int failed) {
-  struct slot *sl = &t->slot[k % 2];
-  if (k == 0) {
-    if (!failed)
-      post_offsets(t);
-    if (any_failed(t, failed))
-      return 1;
-    if (t->me >= 0)
-      note(t, load_offsets(t), "offsets");
-  }
-  if (t->me >= 0) {
-    plan_window(t, sl, k);
-    read_slot(t, sl);
-  }
-  node_barrier(t);
-  note(t, move_mine(t, k, 0), "copy");
-  return 0;
+/* After the last round: the writes still in flight, then the outcome. */
+static int drained(struct aggio__op *op) {
+  struct tp *t = op->sdata;
+  return aggio__batch_done(t->fh->pool, &t->slot[0].batch) &&
+         aggio__batch_done(t->fh->pool, &t->slot[1].batch);
 }
 
-/* ---- set-up and tear-down ------------------------------------------------- */
-
-
-/* Buffers: in the node's shared window when same-node copies are on, else
- * private.  Every rank calls this (the window is collective). */
-static int setup_buffers(struct tp *t) {
-  aggio_file fh = t->fh;
-  /* Sized from the file's hints alone, not from this call's plan: every
-   * rank must ask for the same window (even one whose set-up failed), and
-   * it stays the same from call to call. */
-  int64_t align = fh->dio_align > 0 ? fh->dio_align : 4096;
-  int64_t slot = aggio__round_up(buffer_bytes(fh) + align, align);
-  t->shm = aggio__shm_ensure(fh, slot);
-  t->pipeline = fh->hints.pipeline.num != AGGIO_DISABLE;
-  for (int s = 0; s < 2; s++) {
-    t->slot[s].t = t;
-    t->slot[s].err.code = 0;
-  }
-  if (t->me < 0 || !t->fd_lo || !t->fd_hi)
-    return 0;
-  if (t->shm) {
-    t->slot[0].buf = aggio__shm_buffer(fh, t->me, 0);
-    t->slot[1].buf = aggio__shm_buffer(fh, t->me, 1);
-    return 0;
-  }
-  if (t->fd_hi[t->me] <= t->fd_lo[t->me])
-    return 0;
-  t->private_buf = aggio__alloc_aligned(2 * slot, t->shift_align);
-  if (!t->private_buf)
-    return AGGIO_ERR_NOMEM;
-  t->slot[0].buf = t->private_buf;
-  t->slot[1].buf = t->private_buf + slot;
-  return 0;
+static void drain_block(struct aggio__op *op) {
+  struct tp *t = op->sdata;
+  aggio__batch_wait(t->fh->pool, &t->slot[0].batch);
+  aggio__batch_wait(t->fh->pool, &t->slot[1].batch);
 }
 
-static int setup(struct tp *t, const struct aggio__summary *all) {
-  aggio_file fh = t->fh;
-  int64_t gmin = INT64_MAX, gmax = 0;
-  for (int r = 0; r < fh->nprocs; r++)
-    if (all[r].nbytes > 0) {
-      gmin = all[r].lo < gmin ? all[r].lo : gmin;
-      gmax = all[r].hi > gmax ? all[r].hi : gmax;
-    }
-  t->naggr = fh->naggr;
-  t->me = fh->my_aggr_index;
-  t->cb = buffer_bytes(fh);
-  t->shift_align = fh->dio_align > 0 ? fh->dio_align : 4096;
-  int64_t align = fh->hints.striping_unit.num > 0 ? fh->hints.striping_unit.num : fh->block;
-  t->fd_lo = malloc((size_t)t->naggr * sizeof *t->fd_lo);
-  t->fd_hi = malloc((size_t)t->naggr * sizeof *t->fd_hi);
-  t->mine = calloc((size_t)t->naggr, sizeof *t->mine);
-  t->theirs = calloc((size_t)fh->nprocs, sizeof *t->theirs);
-  t->their_cursor = calloc((size_t)fh->nprocs, sizeof *t->their_cursor);
-  t->window = calloc((size_t)fh->nprocs, sizeof *t->window);
-  t->req = malloc((size_t)(t->naggr + fh->nprocs) * sizeof *t->req);
-  t->types = malloc((size_t)(t->naggr + fh->nprocs) * sizeof *t->types);
-  t->stat = malloc((size_t)(t->naggr + fh->nprocs) * sizeof *t->stat);
-  if (!t->fd_lo || !t->fd_hi || !t->mine || !t->theirs || !t->their_cursor ||
-      !t->window || !t->req || !t->types || !t->stat)
-    return AGGIO_ERR_NOMEM;
-  aggio__file_domains(gmin, gmax, t->naggr, align, t->fd_lo, t->fd_hi);
-  int64_t largest = 0;
-  for (int i = 0; i < t->naggr; i++)
-    largest = t->fd_hi[i] - t->fd_lo[i] > largest ? t->fd_hi[i] - t->fd_lo[i] : largest;
-  t->cb = aggio__round_size(largest, t->cb, t->shift_align,
-                            fh->hints.pipeline.num != AGGIO_DISABLE);
-  t->nrounds = aggio__round_count(t->naggr, t->fd_lo, t->fd_hi, t->cb);
-  if (fh->stats)
-    aggio__stats_set_domains(fh->stats, t->naggr, t->fd_lo, t->fd_hi);
-  return split_mine(t);
+static int agree(struct aggio__op *op) {
+  struct tp *t = op->sdata;
+  slot_collect(t, &t->slot[0]);
+  slot_collect(t, &t->slot[1]);
+  return aggio__then(op, aggio__step_agree_outcome, AGGIO_P_AGREE);
 }
 
-static void teardown(struct tp *t) {
-  slot_join(t, &t->slot[0]);
-  slot_join(t, &t->slot[1]);
-  for (int i = 0; t->mine && i < t->naggr; i++)
-    free(t->mine[i].v);
-  for (int r = 0; t->theirs && r < t->fh->nprocs; r++)
-    aggio__extents_free(&t->theirs[r]);
-  for (int r = 0; t->window && r < t->fh->nprocs; r++)
-    aggio__extents_free(&t->window[r]);
-  aggio__extents_free(&t->slot[0].runs);
-  aggio__extents_free(&t->slot[1].runs);
-  free(t->fd_lo);
-  free(t->fd_hi);
-  free(t->mine);
-  free(t->theirs);
-  free(t->their_cursor);
-  free(t->window);
-  free(t->req);
-  free(t->types);
-  free(t->stat);
-  free(t->private_buf);
-  free(t->scratch);
-  free(t->blens);
-  free(t->disps);
-}
-
-/* After the offsets are exchanged every buffer a round needs exists (the
- * scratch arrays are sized for the largest message), so from here a local
- * failure (a refused write, a full disk) no longer stops the exchanges. */
-static int reserve_rounds(struct tp *t) {
-  size_t most = 0;
-  for (int i = 0; i < t->naggr; i++)
-    most = t->mine[i].n > most ? t->mine[i].n : most;
-  size_t total = 0;
-  for (int r = 0; r < t->fh->nprocs; r++) {
-    most = t->theirs[r].n > most ? t->theirs[r].n : most;
-    total += t->theirs[r].n;
-    if (aggio__extents_reserve(&t->window[r], t->theirs[r].n) != 0)
-      return AGGIO_ERR_NOMEM;
-  }
-  if (aggio__extents_reserve(&t->slot[0].runs, total) != 0 ||
-      aggio__extents_reserve(&t->slot[1].runs, total) != 0)
-    return AGGIO_ERR_NOMEM;
-  return ensure_scratch(t, most + 1);
-}
-
-static void count_rounds(struct tp *t) {
-  struct aggio__stats *s = t->fh->stats;
-  if (s && t->me >= 0 && t->fd_hi[t->me] > t->fd_lo[t->me]) {
-    s->c[AGGIO_C_AGGR_ACTIVE]++;
-    s->c[AGGIO_C_COLL_ROUNDS] += t->nrounds;
-  }
-}
-
-/* One node, offsets through mailboxes; set-up failures are agreed on in
- * round 0. */
-static void run_fast(struct tp *t, int failed) {
-  if (!failed)
-    count_rounds(t);
-  for (int64_t k = 0; k < t->nrounds; k++) {
-    int stop = t->acc->is_write ? fast_round_write(t, k, failed)
-                                : fast_round_read(t, k, failed);
-    if (stop)
-      break;
-  }
-}
-
-/* Any nodes: offsets through MPI_Alltoall(v), set-up agreed on with an
- * allreduce before the first round. */
-static void run_general(struct tp *t, int rc) {
-  /* exchange_offsets is collective: it runs even after a local failure. */
-  int rc2 = exchange_offsets(t, rc != 0);
-  if (rc == 0)
-    rc = rc2;
-  if (rc == 0)
-    rc = reserve_rounds(t);
-  note(t, rc, "set-up");
-  if (aggio__agree(t->fh->comm, t->e) != 0)
-    return;
-  count_rounds(t);
-  for (int64_t k = 0; k < t->nrounds; k++) {
-    if (t->acc->is_write)
-      round_write(t, k);
-    else
-      round_read(t, k);
-  }
-}
-
-int aggio__two_phase_run(aggio_file fh, struct aggio__access *acc,
-                         const struct aggio__summary *all, struct aggio__err *e) {
-  int any = 0, bad = 0;
-  int64_t most = 0;
-  for (int r = 0; r < fh->nprocs; r++) {
-    any |= all[r].nbytes > 0;
-    bad |= all[r].error != 0;
-    most = all[r].npieces > most ? all[r].npieces : most;
-  }
-  if (bad || !any)
-    return e->code; /* bad arguments somewhere: nobody moves data */
-  double t0 = fh->stats ? aggio__now() : 0.0;
-  struct tp t = {.fh = fh, .acc = acc, .e = e};
-  int rc = setup(&t, all);
-  int rc2 = setup_buffers(&t); /* collective: shared window */
-  if (rc == 0)
-    rc = rc2;
-  t.fast = t.shm && fh->single_node && most <= FAST_MAX_PIECES;
-  if (fh->stats)
-    aggio__phase_add(fh->stats, AGGIO_P_PLAN, aggio__now() - t0);
-  if (t.fast) {
-    note(&t, rc, "set-up");
-    run_fast(&t, rc != 0);
-  } else {
-    run_general(&t, rc);
-  }
-  teardown(&t);
-  return e->code;
-}
-
-static int two_phase_all(aggio_file fh, struct aggio__access *acc,
-                         struct aggio__err *e) {
-  if (aggio__gather_summary(fh, acc, fh->summary, e) != 0)
-    return e->code;
-  return aggio__two_phase_run(fh, acc, fh->summary, e);
+static int drain(struct aggio__op *op) {
+  aggio__then(op, agree, AGGIO_P_AGREE);
+  return aggio__op_await(op, drained, drain_block, AGGIO_P_IO_WAIT);
 }
 
 const struct aggio__strategy_ops aggio__strategy_two_phase = {
     .name = "two_phase",
-    .write_all = two_phase_all,
-    .read_all = two_phase_all,
+    .id = 2,
+    .init = tp_init,
+    .fini = tp_fini,
+    .start = tp_start,
 };

@@ -524,3 +524,12 @@ int aggio__trace_close(struct aggio_file_s *fh, struct aggio__trace *tr) {
     agreed = code ? code : AGGIO_ERR_MPI;
   return agreed;
 }
+
+void aggio__trace_record_locked(aggio_file fh, int op, int64_t offset, int64_t length,
+                                int64_t type_size, double t0, double t1, int flags) {
+  if (!fh->trace)
+    return;
+  pthread_mutex_lock(&fh->trace_lock);
+  aggio__trace_record(fh->trace, op, offset, length, type_size, t0, t1, flags);
+  pthread_mutex_unlock(&fh->trace_lock);
+}

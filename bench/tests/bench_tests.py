@@ -4,17 +4,26 @@
   smoke    every pattern through every back end with -W -R -C (tiny sizes),
            and the shared file checked byte by byte against the data
            generator here, so a layout with holes or overlaps fails too
-  json     the JSON record parses and holds the documented fields
+  json     the JSON record parses and holds the documented fields; the
+           strategy is the one aggio chose; calls and peak memory per rank
   corrupt  a byte flipped between write and read-back makes -R fail
-  matrix   bench/matrix --quick on one pattern writes its report and JSON
+  calls    ior-hard (-t 47008 -b 47008 -s N -c) makes IOR's calls: aggio's
+           trace holds one write_at_all of 47008 bytes per segment per rank
+           at file offset (s * ranks + r) * 47008; -V goes through a view
+  short    a read of a truncated file fails with "short transfer" through
+           every back end (one transfer loop for all)
+  matrix   bench/matrix --quick on ior-hard and the 4 KiB calls, two
+           repetitions: interleaved order, report sections and JSON
 
 Each subcommand is a function of argv (main(argv)); nothing runs at import.
 """
 import argparse
+import importlib
 import json
 import os
 import shlex
 import shutil
+import struct
 import subprocess
 import sys
 
@@ -30,7 +39,7 @@ PATTERN_ARGS = {
     "subarray": ["--subarray", "8,6,5", "-s", "2"],
 }
 
-BACKENDS = {
+FIXED_BACKENDS = {
     "POSIX": ["-a", "POSIX"],
     "POSIX-fpp": ["-a", "POSIX", "-F"],
     "POSIX-fpp-odirect": ["-a", "POSIX", "-F", "-B"],
@@ -38,10 +47,24 @@ BACKENDS = {
     "MPIIO": ["-a", "MPIIO"],
     "MPIIO-coll": ["-a", "MPIIO", "-c"],
     "AGGIO": ["-a", "AGGIO"],
-    "AGGIO-coll": ["-a", "AGGIO", "-c"],
-    "AGGIO-two_phase": ["-a", "AGGIO", "-c", "--hint", "aggio_strategy=two_phase"],
-    "AGGIO-independent": ["-a", "AGGIO", "-c", "--hint", "aggio_strategy=independent"],
+    "AGGIO-coll": ["-a", "AGGIO", "-c"],  # no hint: the library's default
 }
+
+
+def matrix_plan():
+    """bench/matrixlib/plan.py, which holds the one list of aggio strategies."""
+    bench_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if bench_dir not in sys.path:
+        sys.path.insert(0, bench_dir)
+    return importlib.import_module("matrixlib.plan")
+
+
+def backend_flags():
+    """The back ends tested: the fixed ones, then one per aggio strategy,
+    as the matrix's configurations run them."""
+    out = dict(FIXED_BACKENDS)
+    out.update({c.name: list(c.flags) for c in matrix_plan().CONFIGS if c.kind == "aggio"})
+    return out
 
 
 # ---- the data generator, as in bench/verify.c --------------------------------
@@ -77,10 +100,11 @@ class Ctx:
         os.makedirs(self.dir)
 
     def run(self, extra, expect_rc=0, what=""):
+        """Runs aggio-bench; expect_rc None: any failure."""
         cmd = self.launcher + [self.bench] + extra
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-        if p.returncode != expect_rc:
-            self.fail(f"{what}: exit {p.returncode}, wanted {expect_rc}\n  "
+        if (p.returncode == 0) if expect_rc is None else (p.returncode != expect_rc):
+            self.fail(f"{what}: exit {p.returncode}, wanted {'a failure' if expect_rc is None else expect_rc}\n  "
                       f"{shlex.join(cmd)}\n{p.stdout[-2000:]}{p.stderr[-2000:]}")
         return p
 
@@ -132,7 +156,7 @@ def smoke(ctx, backends, patterns):
             path = os.path.join(ctx.dir, f"{pattern}-{name}")
             jpath = path + ".json"
             what = f"{pattern} {name}"
-            p = ctx.run(BACKENDS[name] + common(pattern, path) +
+            p = ctx.run(backend_flags()[name] + common(pattern, path) +
                         ["-w", "-r", "-W", "-R", "-C", "-e", "-k", "--json", jpath],
                         what=what)
             ok = p.returncode == 0 and "verification: passed" in p.stdout
@@ -148,13 +172,18 @@ def smoke(ctx, backends, patterns):
 
 REQUIRED = {
     "tool": str, "schema": int, "label": str, "start_time": str, "host": str,
-    "api": str, "pattern": str, "strategy": str, "params": dict, "hints": dict,
-    "mpi": dict, "nranks": int, "fs": dict, "bytes": dict, "write": dict,
-    "read": dict, "verify": dict, "ok": bool,
+    "api": str, "pattern": str, "strategy": str, "strategy_requested": str,
+    "calls": dict, "params": dict, "hints": dict, "mpi": dict, "nranks": int,
+    "fs": dict, "bytes": dict, "write": dict, "read": dict, "memory": dict,
+    "verify": dict, "ok": bool,
 }
 PARAMS = ["pattern", "api", "block", "transfer", "segments", "call_size",
-          "file_per_process", "collective", "fsync", "odirect", "reps",
+          "file_per_process", "collective", "file_view", "fsync", "odirect", "reps",
           "reorder", "seed", "path"]
+# The json check's layout: strided, 2 records of 47008 bytes per call, 2 calls.
+JSON_CALLS = {"POSIX": (4, "extents"), "MPIIO-coll": (2, "view"), "AGGIO-coll": (2, "view"),
+              "AGGIO-two_phase": (2, "view")}
+JSON_BUFFER_BYTES = 2 * 2 * 94016  # write and read buffers of one rank
 
 
 def check_record(ctx, rec, api, reps, what):
@@ -162,7 +191,8 @@ def check_record(ctx, rec, api, reps, what):
         ctx.check(isinstance(rec.get(key), typ), f"{what}: field {key} missing or not {typ.__name__}")
     if ctx.failures:
         return
-    ctx.check(rec["tool"] == "aggio-bench" and rec["api"] == api, f"{what}: tool/api")
+    ctx.check(rec["tool"] == "aggio-bench" and rec["schema"] == 2 and rec["api"] == api,
+              f"{what}: tool/schema/api")
     for key in PARAMS:
         ctx.check(key in rec["params"], f"{what}: params.{key} missing")
     ctx.check(rec["mpi"].get("flavor") in ("openmpi", "mpich", "other"), f"{what}: mpi.flavor")
@@ -188,13 +218,50 @@ def check_record(ctx, rec, api, reps, what):
               f"{what}: verify")
 
 
+def check_strategy(ctx, rec, name, what):
+    """aggio's record says the strategy it chose, and what was asked for."""
+    chosen, asked = rec["strategy"], rec["strategy_requested"]
+    per_access = [rec[a].get("strategy") for a in ("write", "read")]
+    if not name.startswith("AGGIO"):
+        ctx.check(chosen == asked and per_access == [chosen, chosen],
+                  f"{what}: strategy {chosen!r} requested {asked!r} per access {per_access}")
+        return
+    concrete = [s for s in matrix_plan().AGGIO_STRATEGIES if s != "auto"]
+    hint = next((a.split("=", 1)[1] for a in backend_flags()[name] if a.startswith("aggio_strategy=")),
+                "auto")
+    ctx.check(asked == hint, f"{what}: strategy_requested {asked!r}, hint {hint!r}")
+    ctx.check(chosen in concrete and chosen == per_access[0],
+              f"{what}: strategy {chosen!r} is not a strategy aggio chose (write {per_access[0]!r})")
+    ctx.check(per_access[1] in concrete, f"{what}: read strategy {per_access[1]!r}")
+    if hint != "auto":
+        ctx.check(chosen == hint, f"{what}: asked for {hint}, record says {chosen}")
+
+
+def check_calls_memory(ctx, rec, name, what):
+    calls, mode = JSON_CALLS[name]
+    c = rec["calls"]
+    ctx.check(c.get("write") == calls and c.get("read") == calls and c.get("mode") == mode,
+              f"{what}: calls {c}, wanted {calls} per access, mode {mode}")
+    m = rec["memory"]
+    n = rec["nranks"]
+    lists = [m.get(k) or [] for k in ("peak_kib", "baseline_kib", "data_bytes")]
+    ctx.check(all(len(v) == n for v in lists), f"{what}: memory lists not one per rank: {m}")
+    if ctx.failures:
+        return
+    peak, base, data = lists
+    ctx.check(m["peak_kib_min"] == min(peak) and m["peak_kib_max"] == max(peak),
+              f"{what}: memory min/max {m}")
+    ctx.check(all(0 < b <= p for b, p in zip(base, peak)), f"{what}: peak below baseline {m}")
+    ctx.check(data == [JSON_BUFFER_BYTES] * n, f"{what}: data_bytes {data}")
+
+
 def json_check(ctx, backends, patterns):
     del patterns  # one pattern is enough
     for name in backends:
-        api = BACKENDS[name][1]
+        api = backend_flags()[name][1]
         path = os.path.join(ctx.dir, f"json-{name}")
         jpath = path + ".jsonl"
-        ctx.run(BACKENDS[name] + common("strided", path) +
+        ctx.run(backend_flags()[name] + common("strided", path) +
                 ["-e", "-W", "-R", "-i", "3", "--json", jpath, "--label", "t",
                  "--hint", "cb_buffer_size=1048576"], what=f"json {name}")
         if not os.path.exists(jpath):
@@ -203,7 +270,13 @@ def json_check(ctx, backends, patterns):
         recs = read_records(jpath)
         ctx.check(len(recs) == 1, f"json {name}: {len(recs)} records, wanted 1")
         check_record(ctx, recs[-1], api, 3, f"json {name}")
-        print(f"json {name}: strategy={recs[-1].get('strategy')} hints={len(recs[-1].get('hints', {}))}")
+        if ctx.failures:
+            continue
+        check_strategy(ctx, recs[-1], name, f"json {name}")
+        check_calls_memory(ctx, recs[-1], name, f"json {name}")
+        print(f"json {name}: strategy={recs[-1]['strategy']} "
+              f"requested={recs[-1]['strategy_requested']} calls={recs[-1]['calls']} "
+              f"peak_kib_max={recs[-1]['memory']['peak_kib_max']}")
 
 
 # ---- corrupt -----------------------------------------------------------------
@@ -220,7 +293,7 @@ def corrupt(ctx, backends, patterns):
     for name in backends:
         for pattern in [p for p in ("strided", "hacc-soa") if p in patterns]:
             path = os.path.join(ctx.dir, f"corrupt-{pattern}-{name}")
-            base = BACKENDS[name] + common(pattern, path)
+            base = backend_flags()[name] + common(pattern, path)
             what = f"corrupt {pattern} {name}"
             ctx.run(base + ["-w", "-k"], what=what + " write")
             ctx.run(base + ["-r", "-R", "-C"], what=what + " clean read")
@@ -235,25 +308,127 @@ def corrupt(ctx, backends, patterns):
                 os.unlink(os.path.join(ctx.dir, f))
 
 
+# ---- calls: ior-hard makes IOR's calls ---------------------------------------
+
+TRACE_HEADER = struct.Struct("<8sIIIIQQQQd")  # docs/trace-format.md, 64 bytes
+TRACE_RECORD = struct.Struct("<ddqqqHHi")     # 48 bytes
+OP_WRITE_AT_ALL, OP_SET_VIEW = 3, 8
+RECORD, SEGMENTS = 47008, 20
+
+
+def trace_calls(path):
+    """nranks and the API records of an aggio trace, read here with struct
+    alone (independent of the aggio package's reader)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    magic, _, nranks, size, _, total, _, _, first, _ = TRACE_HEADER.unpack_from(data, 0)
+    if magic != b"AGGIOTRC" or size != TRACE_RECORD.size:
+        raise ValueError(f"{path}: not an aggio trace")
+    recs = [TRACE_RECORD.unpack_from(data, first + i * size) for i in range(total)]
+    return nranks, [r for r in recs if r[5] < 32]
+
+
+def expected_writes(nranks, rank, view):
+    """IOR's segmented layout with -t = -b: segment s of rank r at file
+    offset (s * nranks + r) * b; through a view, at s * b in the view."""
+    return [((s if view else s * nranks + rank) * RECORD, RECORD) for s in range(SEGMENTS)]
+
+
+def check_trace(ctx, trace, view, what):
+    try:
+        nranks, recs = trace_calls(trace)
+    except (OSError, ValueError) as e:
+        ctx.fail(f"{what}: {e}")
+        return
+    for rank in range(nranks):
+        got = [(r[2], r[3] * r[4]) for r in recs if r[7] == rank and r[5] == OP_WRITE_AT_ALL]
+        ctx.check(got == expected_writes(nranks, rank, view),
+                  f"{what}: rank {rank} write_at_all calls (offset, bytes) {got[:4]}..., "
+                  f"wanted {expected_writes(nranks, rank, view)[:4]}...")
+    if not view:
+        ctx.check(not any(r[5] == OP_SET_VIEW for r in recs), f"{what}: a set_view was made")
+
+
+def ior_hard_calls(ctx, backends, patterns):
+    del patterns
+    for name in backends:
+        for view in (False, True):
+            what = f"calls {name}{' -V' if view else ''}"
+            path = os.path.join(ctx.dir, f"calls-{name}")
+            trace, jpath = path + ".trc", path + ".jsonl"
+            extra = ["-V"] if view else []
+            if name.startswith("AGGIO"):
+                extra += ["--hint", f"aggio_trace={trace}"]
+            ctx.run(backend_flags()[name] + extra + ["-t", str(RECORD), "-b", str(RECORD), "-s",
+                    str(SEGMENTS), "-w", "-o", path, "--json", jpath], what=what)
+            recs = read_jsonl_path(jpath)
+            calls = recs[-1].get("calls") if recs else None
+            mode = "view" if view else "explicit"
+            ctx.check(calls == {"write": SEGMENTS, "read": 0, "mode": mode},
+                      f"{what}: record says calls {calls}, wanted {SEGMENTS} {mode}")
+            if name.startswith("AGGIO"):
+                check_trace(ctx, trace, view, what)
+            print(f"{'FAIL' if ctx.failures else 'ok  '} {what}", flush=True)
+            for f in os.listdir(ctx.dir):
+                os.unlink(os.path.join(ctx.dir, f))
+
+
+# ---- short: every back end rejects a short transfer -----------------------------
+
+def short_transfer(ctx, backends, patterns):
+    del patterns
+    for name in backends:
+        path = os.path.join(ctx.dir, f"short-{name}")
+        base = backend_flags()[name] + ["-t", str(RECORD), "-b", str(RECORD), "-s", "4", "-o", path]
+        what = f"short {name}"
+        ctx.run(base + ["-w", "-k"], what=what + " write")
+        if os.path.exists(path):
+            os.truncate(path, 3 * RECORD + 100)  # record 3 short, the rest gone
+        p = ctx.run(base + ["-r"], expect_rc=None, what=what + " read of a truncated file")
+        ctx.check("short transfer" in p.stderr, f"{what}: no short transfer reported\n{p.stderr[-1500:]}")
+        print(f"{'FAIL' if ctx.failures else 'ok  '} {what}", flush=True)
+        for f in os.listdir(ctx.dir):
+            os.unlink(os.path.join(ctx.dir, f))
+
+
 # ---- matrix ------------------------------------------------------------------
 
+MATRIX_ORDER = [("ior-hard", 1, "FPP"), ("ior-hard", 1, "POSIX"), ("ior-hard", 1, "AGGIO-auto"),
+                ("ior-hard", 2, "FPP"), ("ior-hard", 2, "POSIX"), ("ior-hard", 2, "AGGIO-auto"),
+                ("4k-calls", 1, "POSIX"), ("4k-calls", 1, "AGGIO-auto"),
+                ("4k-calls", 2, "POSIX"), ("4k-calls", 2, "AGGIO-auto")]
+MATRIX_SECTIONS = ("# aggio benchmarks", "## Patterns and the IOR command lines",
+                   "`mpiexec -n 2 ior -a MPIIO -c -t 47008 -b 47008 -s 30 -w -r -C -e`",
+                   "## Targets", "## aggio against the references", "## 4 KiB collective calls",
+                   "## Every configuration", "peak RSS", "## Commands")
+
+
 def matrix(ctx, backends, patterns, flavor):
-    del backends
+    """bench/matrix --quick, two repetitions of ior-hard and the 4 KiB calls:
+    the runs come interleaved (A B C, A B C), and the report has its parts."""
+    del backends, patterns
     here = os.path.dirname(os.path.abspath(__file__))
     script = os.path.join(os.path.dirname(here), "matrix")
     build_dir = os.path.dirname(os.path.dirname(os.path.abspath(ctx.bench)))
     out = os.path.join(ctx.dir, "BENCHMARKS.md")
     cmd = [sys.executable, script, "--quick", "--flavors", flavor, f"--{flavor}-build", build_dir,
-           f"--np-{flavor}", "2", "--patterns", patterns[0], "--configs", "FPP,POSIX,AGGIO-auto",
-           "--no-html", "--no-drop-caches", "--dir", os.path.join(ctx.dir, "data"), "--out", out]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+           "--ranks", f"{flavor}=2", "--base-ranks", f"{flavor}=2", "--patterns",
+           "ior-hard,4k-calls", "--configs", "FPP,POSIX,AGGIO-auto", "--reps", "2",
+           "--segments", "ior-hard=30", "4k-calls=50", "--no-html", "--no-drop-caches",
+           "--dir", os.path.join(ctx.dir, "data"), "--out", out]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=200)
     ctx.check(p.returncode == 0, f"matrix: exit {p.returncode}\n{p.stdout}{p.stderr}")
-    ctx.check("[3/3]" in p.stdout, f"matrix: no progress lines\n{p.stdout}")
+    n = len(MATRIX_ORDER)
+    lines = [l.split() for l in p.stdout.splitlines() if l.startswith("[") and f"/{n}]" in l]
+    order = [(w[3], int(w[5].split("/")[0]), w[6]) for w in lines]
+    ctx.check(order == MATRIX_ORDER, f"matrix: run order {order}, wanted {MATRIX_ORDER}")
     report = open(out).read() if os.path.exists(out) else ""
-    for part in ("# aggio benchmarks", "Durable write", "Targets", "Raw figures", "Commands"):
+    for part in MATRIX_SECTIONS:
         ctx.check(part in report, f"matrix: report lacks '{part}'")
     recs = read_jsonl_path(os.path.join(ctx.dir, "bench-quick.jsonl"))
-    ctx.check(len(recs) == 3, f"matrix: {len(recs)} JSON records, wanted 3")
+    labels = [tuple(r["label"].split("/")[2:]) for r in recs]
+    ctx.check(labels == [(pat, cfg) for pat, _, cfg in MATRIX_ORDER],
+              f"matrix: JSON records {labels}")
     print(p.stdout[-1500:])
 
 
@@ -263,9 +438,12 @@ def read_jsonl_path(path):
 
 # ---- command line ------------------------------------------------------------
 
-CHECKS = {"smoke": (smoke, list(BACKENDS)),
-          "json": (json_check, ["POSIX", "MPIIO-coll", "AGGIO-coll"]),
+# check: (function, back ends; None: all of them)
+CHECKS = {"smoke": (smoke, None),
+          "json": (json_check, ["POSIX", "MPIIO-coll", "AGGIO-coll", "AGGIO-two_phase"]),
           "corrupt": (corrupt, ["POSIX", "POSIX-fpp", "MPIIO-coll", "AGGIO-coll"]),
+          "calls": (ior_hard_calls, ["MPIIO-coll", "AGGIO-coll"]),
+          "short": (short_transfer, ["POSIX", "MPIIO-coll", "AGGIO-coll", "AGGIO"]),
           "matrix": (matrix, [])}
 
 
@@ -275,7 +453,8 @@ def setup_parser(parser):
     parser.add_argument("--launcher", default="mpiexec -n 2",
                         help="launcher and its flags, e.g. 'mpiexec -n 2 --oversubscribe'")
     parser.add_argument("--dir", required=True, help="scratch directory (emptied)")
-    parser.add_argument("--backends", help="comma-separated subset of: " + ",".join(BACKENDS))
+    parser.add_argument("--backends", help="comma-separated subset of: " + ",".join(FIXED_BACKENDS)
+                        + " and AGGIO-<strategy>")
     parser.add_argument("--flavor", default="openmpi",
                         help="the MPI library of --bench (for the matrix check)")
     parser.add_argument("--patterns", default=",".join(PATTERN_ARGS),
@@ -289,6 +468,8 @@ def main(argv):
     fn, backends = CHECKS[args.check]
     if args.backends:
         backends = args.backends.split(",")
+    elif backends is None:
+        backends = list(backend_flags())
     ctx = Ctx(args)
     if fn is matrix:
         matrix(ctx, backends, args.patterns.split(","), args.flavor)

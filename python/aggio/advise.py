@@ -1,7 +1,8 @@
 """Print the findings (text or --json), each with evidence and a fix.
 
-Exit status: 0 when the inputs were read (findings or not), 1 when an input
-cannot be read, 2 for bad arguments.
+Exit status: 0 when the inputs were read (findings or not; a damaged input
+that could be read in part says so), 1 when an input cannot be read, 2 for
+bad arguments.
 """
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import sys
 import textwrap
 
 from . import thresholds as thr
-from .findings import REGISTRY, run_all
+from .findings import REGISTRY, run_all, unknown_codes
 from .sources import InputError, load_jobs
 
 
@@ -20,7 +21,7 @@ def setup_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
                         help="aggio trace files (one job) and/or Darshan logs")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.add_argument("--only", action="append", metavar="CODE",
-                        help="run only this finding (repeatable)")
+                        help="run only this finding (repeatable; see --list)")
     parser.add_argument("--list", action="store_true", help="list the finding codes")
     parser.add_argument("--list-thresholds", action="store_true",
                         help="list thresholds and their defaults")
@@ -34,12 +35,18 @@ def analyse(paths, th, only=None):
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = setup_parser(argparse.ArgumentParser(prog="aggio advise")).parse_args(argv)
+    parser = setup_parser(argparse.ArgumentParser(prog="aggio advise"))
+    args = parser.parse_args(argv)
     if args.list or args.list_thresholds:
         _print_lists(args)
         return 0
     if not args.logs:
         print("aggio advise: give at least one LOG", file=sys.stderr)
+        return 2
+    bad = unknown_codes(args.only)
+    if bad:
+        print(f"aggio advise: unknown finding code(s) {', '.join(bad)}; known: "
+              f"{', '.join(REGISTRY)}", file=sys.stderr)
         return 2
     try:
         th = thr.from_args(args.threshold, args.thresholds)
@@ -47,6 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     except (InputError, KeyError, ValueError, OSError) as exc:
         print(f"aggio advise: {exc}", file=sys.stderr)
         return 1
+    warn_damaged(results, "aggio advise")
     if args.json:
         print(json.dumps([job_json(j, f) for j, f in results], indent=1, default=_np))
     else:
@@ -55,18 +63,35 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def warn_damaged(results, prog) -> None:
+    for job, _ in results:
+        for d in job.damaged:
+            print(f"{prog}: {job.source}: damaged input, read in part: {d}", file=sys.stderr)
+
+
 def _np(value):
     return value.item() if hasattr(value, "item") else str(value)
 
 
+def combined_forms(job) -> list[tuple[str, str]]:
+    """Every hint the report's fixes give, at once, in the three forms."""
+    plan = job.__dict__.get("fix_plan")
+    return plan.forms() if plan else []
+
+
 def job_json(job, found) -> dict:
+    plan = job.__dict__.get("fix_plan")
     return {"source": job.source, "kind": job.kind, "nprocs": job.nprocs,
-            "notes": job.notes, "findings": [f.to_dict() for f in found]}
+            "notes": job.notes, "damaged": job.damaged,
+            "findings": [f.to_dict() for f in found],
+            "hints_all_findings": [{"pattern": p, "hints": h} for p, h in plan.entries()]
+            if plan else []}
 
 
 def render_text(job, found) -> str:
     lines = [f"== {job.source} ({job.kind}, {job.nprocs} processes, "
              f"{len(job.files)} files)"]
+    lines += [f"DAMAGED: {d}" for d in job.damaged]
     lines += [f"note: {n}" for n in job.notes]
     if job.empty:
         lines.append("no I/O recorded in this input: nothing to advise")
@@ -81,6 +106,12 @@ def render_text(job, found) -> str:
             label = fix.to_dict()["label"]
             lines.append(f"  fix - {label}:")
             lines += [f"      {line}" for line in fix.text.splitlines()]
+    forms = combined_forms(job)
+    if forms:
+        lines.append("\nall hints above together (one value per file):")
+        lines += [f"  {text}" if kind != "romio-hints" else
+                  "  hints file (the hints with one value for every file):\n"
+                  + textwrap.indent(text, "      ") for kind, text in forms]
     return "\n".join(lines)
 
 

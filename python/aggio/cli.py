@@ -1,18 +1,26 @@
-"""`aggio` command line: one module per subcommand, each with setup_parser()
-and main(argv).  Nothing is parsed or run at import time."""
+"""aggio: I/O reports and findings with fixes from aggio traces and Darshan
+logs, and replays of a log's access pattern through aggio-bench."""
 from __future__ import annotations
 
 import argparse
 import sys
 
-from . import advise, report
+from . import __version__, advise, replay, report, tune
 
-SUBCOMMANDS = {"report": report, "advise": advise}
+# Each subcommand is a module with setup_parser(parser) and main(argv).
+SUBCOMMANDS = {"report": report, "advise": advise, "replay": replay, "tune": tune}
+
+DESCRIPTION = ("I/O reports and findings with fixes from aggio traces and Darshan logs, "
+               "and replays of a log's access pattern through aggio-bench.")
+EPILOG = ("Run `aggio COMMAND --help` for a command's options.  Exit status: 0 when the "
+          "inputs were read, 1 when an input cannot be read (or a run failed), 2 for bad "
+          "arguments.")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="aggio", description=__doc__.split("\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = argparse.ArgumentParser(prog="aggio", description=DESCRIPTION, epilog=EPILOG)
+    parser.add_argument("--version", action="version", version=f"aggio {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, module in SUBCOMMANDS.items():
         module.setup_parser(sub.add_parser(name, help=module.__doc__.split("\n")[0]))
     return parser
@@ -21,7 +29,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if not argv or argv[0] not in SUBCOMMANDS:
-        build_parser().parse_args(argv)   # prints usage / error and exits
+        try:
+            build_parser().parse_args(argv)   # prints help, version or a usage error
+        except SystemExit as exc:
+            return int(exc.code or 0)
         return 2
     return SUBCOMMANDS[argv[0]].main(argv[1:])
 

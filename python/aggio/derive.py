@@ -34,7 +34,17 @@ def layer_stats(ops: np.ndarray, alignment: int) -> LayerStats:
     _fill_sequentiality(st, ops[rd | wr])
     _fill_alignment(st, ops[rd | wr], alignment)
     _fill_per_rank(st, ops, dur, rd | wr, meta)
+    _fill_access_sizes(st, ops["length"][rd | wr])
     return st
+
+
+def _fill_access_sizes(st, lengths, keep=4):
+    """The `keep` most common request sizes, as Darshan's ACCESS1..4."""
+    if not len(lengths):
+        return
+    sizes, counts = np.unique(lengths, return_counts=True)
+    top = np.argsort(-counts, kind="stable")[:keep]
+    st.access_sizes = {int(sizes[i]): int(counts[i]) for i in top}
 
 
 def _fill_max_bytes(st, ops, rd, wr):
@@ -76,7 +86,9 @@ def _fill_per_rank(st, ops, dur, data, meta):
     nbytes = np.bincount(ranks[data], weights=ops["length"][data], minlength=n)
     ntime = np.bincount(ranks[data], weights=dur[data], minlength=n)
     mtime = np.bincount(ranks[meta], weights=dur[meta], minlength=n)
+    nops = np.bincount(ranks[data], minlength=n)
     present = np.unique(ranks)
+    st.rank_ops = {int(r): int(nops[r]) for r in present}
     st.rank_bytes = {int(r): int(nbytes[r]) for r in present}
     st.rank_time = {int(r): float(ntime[r]) for r in present}
     st.rank_meta_time = {int(r): float(mtime[r]) for r in present}

@@ -74,9 +74,18 @@ class LayerStats:
     rank_bytes: dict = field(default_factory=dict)
     rank_time: dict = field(default_factory=dict)
     rank_meta_time: dict = field(default_factory=dict)
-    # For Darshan's reduced shared records: fastest / slowest rank.
+    rank_ops: dict = field(default_factory=dict)    # rank -> reads + writes
+    # For Darshan's reduced shared records (rank -1, one record summing every
+    # rank): fastest / slowest rank, the variance of per-rank bytes and time.
+    # Times of such a record are sums over ranks: never per-rank figures.
     fastest: tuple | None = None   # (rank, bytes, seconds)
     slowest: tuple | None = None
+    reduced: bool = False          # built from a summary record
+    var_rank_bytes: float = 0.0
+    var_rank_time: float = 0.0
+    # Most common request sizes (Darshan's ACCESS1..4 counters or derived):
+    # size -> count.
+    access_sizes: dict = field(default_factory=dict)
 
     @property
     def ops(self) -> int:
@@ -111,11 +120,28 @@ class LayerStats:
         self.hist_write = self.hist_write + other.hist_write
         for mine, theirs in ((self.rank_bytes, other.rank_bytes),
                              (self.rank_time, other.rank_time),
-                             (self.rank_meta_time, other.rank_meta_time)):
+                             (self.rank_meta_time, other.rank_meta_time),
+                             (self.rank_ops, other.rank_ops),
+                             (self.access_sizes, other.access_sizes)):
             for r, v in theirs.items():
                 mine[r] = mine.get(r, 0) + v
         self.fastest = self.fastest or other.fastest
         self.slowest = self.slowest or other.slowest
+        self.reduced = self.reduced or other.reduced
+        self.var_rank_bytes = max(self.var_rank_bytes, other.var_rank_bytes)
+        self.var_rank_time = max(self.var_rank_time, other.var_rank_time)
+
+    @property
+    def per_rank(self) -> bool:
+        """True when rank_bytes/rank_time hold every rank's own figures (from
+        per-rank records or operations), not a summary record's sums."""
+        return bool(self.rank_bytes) and not self.reduced
+
+    def common_size(self) -> int:
+        """The most common request size (0 if unknown)."""
+        if not self.access_sizes:
+            return 0
+        return int(max(self.access_sizes, key=lambda k: (self.access_sizes[k], k)))
 
 
 @dataclass
@@ -128,7 +154,7 @@ class FileInfo:
     stripe_size: int = 0         # Lustre stripe size, 0 if unknown
     stripe_count: int = 0
     posix_ranks: list | None = None   # ranks that issued POSIX data calls
-    aggregators: list | None = None
+    aggregators: list | None = None   # as the trace metadata names them
 
     def layer(self, layer: int) -> LayerStats | None:
         return self.layers.get(layer)
@@ -155,7 +181,11 @@ class Job:
     ops: np.ndarray = field(default_factory=lambda: np.zeros(0, OPS))
     has_ops: bool = False            # per-operation data (DXT or trace)
     notes: list = field(default_factory=list)   # partial data, missing DXT, ...
-    hints: dict = field(default_factory=dict)
+    hints: dict = field(default_factory=dict)   # hints in effect (aggio traces)
+    rank_node: dict = field(default_factory=dict)   # rank -> node index (traces)
+    node_names: list = field(default_factory=list)
+    damaged: list = field(default_factory=list)  # parts of the input that could not be read
+    fstype: str = ""                 # file system type when the input says it
 
     def layer_total(self, layer: int) -> LayerStats:
         total = LayerStats()

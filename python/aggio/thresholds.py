@@ -22,7 +22,6 @@ DEFAULTS: dict[str, tuple[float, str]] = {
     "dominant_rank_fraction": (0.5, "one rank moves above this fraction of a shared file"),
     "dominant_min_ranks": (4, "... of a file opened by at least this many ranks"),
     "imbalance_fraction": (0.3, "per-rank bytes differ by above this fraction of the max"),
-    "straggler_fraction": (0.15, "slowest-fastest rank time above this fraction of the total"),
     "straggler_ratio": (1.5, "a rank is a straggler above this x the median I/O time"),
     "straggler_min_seconds": (0.01, "... and above this many seconds of I/O time"),
     "collective_fraction": (0.5, "independent MPI-IO calls above this fraction"),
@@ -34,6 +33,10 @@ DEFAULTS: dict[str, tuple[float, str]] = {
     "metadata_fraction": (0.3, "metadata above this fraction of I/O time ..."),
     "metadata_min_seconds": (1.0, "... and above this many seconds in all"),
     "stripe_min_bytes": (1 << 30, "shared files above this size want more than one stripe"),
+    "overhead_min_seconds": (1.0, "MPI-IO seconds per rank beyond POSIX (own, or the busiest "
+                                  "aggregator's under collective I/O) above this"),
+    "overhead_fraction": (0.5, "... and above this fraction of the MPI-IO time"),
+    "rmw_min_bytes": (1 << 20, "read-modify-write reads beneath MPI-IO writes above this many bytes"),
     "phase_gap_fraction": (0.02, "idle gap (fraction of the run) that separates I/O phases"),
     "max_plot_points": (200_000, "above this many operations the timeline is aggregated"),
 }

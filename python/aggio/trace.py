@@ -43,6 +43,8 @@ OP = {"write_at": 1, "read_at": 2, "write_at_all": 3, "read_at_all": 4,
 POSIX_FIRST_OP = 32
 FLAG_API_COLLECTIVE = 2
 FLAG_POSIX_AGGREGATOR = 1
+FLAG_POSIX_BEHIND = 2      # an I/O thread, after the API call returned
+FLAG_VIEW_CONTIGUOUS = 4   # set_view: the filetype is contiguous
 
 
 class TraceError(ValueError):

@@ -1,5 +1,7 @@
 """Writes a synthetic aggio trace with N operations (default 1,000,000) for
-the report benchmark: 64 ranks, collective writes, 8 aggregators."""
+the report benchmark (docs/report-benchmark.md): 64 ranks, collective
+writes, 8 aggregators."""
+import argparse
 import sys
 
 import numpy as np
@@ -7,7 +9,7 @@ import numpy as np
 from aggio import trace as fmt
 
 
-def main(path: str, n: int = 1_000_000, nranks: int = 64) -> None:
+def make(path: str, n: int = 1_000_000, nranks: int = 64) -> None:
     rng = np.random.default_rng(0)
     rec = fmt.make_records(n)
     rank = np.arange(n) % nranks
@@ -26,5 +28,18 @@ def main(path: str, n: int = 1_000_000, nranks: int = 64) -> None:
                                         "hints": {"striping_factor": "8"}})
 
 
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="make_trace.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument("output", help="trace file to write")
+    parser.add_argument("ops", nargs="?", type=int, default=1_000_000,
+                        help="number of operations (default 1000000)")
+    parser.add_argument("--ranks", type=int, default=64, help="ranks (default 64)")
+    args = parser.parse_args(argv)
+    if args.ops <= 0 or args.ranks <= 0:
+        parser.error("ops and --ranks must be positive")
+    make(args.output, args.ops, args.ranks)
+    return 0
+
+
 if __name__ == "__main__":
-    main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 1_000_000)
+    sys.exit(main())

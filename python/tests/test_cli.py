@@ -10,22 +10,15 @@ from builders import collective_write
 from aggio import cli, trace
 from aggio.sources import load_jobs
 
-SHARED = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "darshan-logs")
-LOGS = sorted(glob.glob(os.path.join(SHARED, "*", "*.darshan")))
-# The Darshan logs live in shared/ beside the repository, not in it.
-needs_shared = pytest.mark.skipif(
-    not os.path.isdir(SHARED),
-    reason=f"no Darshan logs: {os.path.normpath(SHARED)} is missing (a bare clone "
-           "has no shared/ beside it)")
+from paths import LOGS, SHARED, log_params, requires_shared
 
 
-@needs_shared
+@requires_shared
 def test_shared_logs_exist():
     assert len(LOGS) >= 10
 
 
-@needs_shared
-@pytest.mark.parametrize("log", LOGS, ids=os.path.basename)
+@pytest.mark.parametrize("log", log_params(), ids=lambda p: os.path.basename(p or "none"))
 def test_report_and_advise_every_shared_log(log, tmp_path, capsys):
     out = tmp_path / "r.html"
     assert cli.main(["report", log, "-o", str(out)]) == 0
@@ -37,14 +30,14 @@ def test_report_and_advise_every_shared_log(log, tmp_path, capsys):
         assert f["code"].startswith("AGG-") and f["fixes"] and f["evidence"]
 
 
-@needs_shared
+@requires_shared
 def test_empty_log_says_so(capsys):
     log = os.path.join(SHARED, "empty_log", "empty_log.darshan")
     assert cli.main(["advise", log]) == 0
     assert "no I/O recorded" in capsys.readouterr().out
 
 
-@needs_shared
+@requires_shared
 def test_partial_and_no_dxt_are_reported():
     partial = load_jobs([os.path.join(SHARED, "partial_data_dxt", "partial_data_dxt.darshan")])[0]
     assert any("partial data" in n for n in partial.notes) and partial.has_ops

@@ -11,9 +11,9 @@ from builders import TraceBuilder, collective_write
 
 from aggio import cli
 from aggio import trace as fmt
-from aggio.sources import InputError, is_darshan, load_jobs
+from aggio.sources import InputError, load_jobs
+from paths import SHARED
 
-SHARED = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "darshan-logs")
 EMPTY_LOG = os.path.join(SHARED, "empty_log", "empty_log.darshan")
 
 
@@ -22,17 +22,8 @@ def test_not_a_log_is_refused_without_pydarshan_noise(tmp_path, capfd):
     bad.write_text("this is not a log\n" * 10)
     assert cli.main(["advise", str(bad)]) == 1
     err = capfd.readouterr().err
-    assert "neither an aggio trace nor a Darshan log" in err
+    assert "not a Darshan log" in err
     assert "Error:" not in err
-
-
-def test_darshan_magic_in_either_byte_order(tmp_path):
-    for order in ("<", ">"):
-        path = tmp_path / f"log{order == '<'}"
-        path.write_bytes(b"3.41\0\0\0\0" + np.array([6567223], order + "i8").tobytes())
-        assert is_darshan(str(path))
-    (tmp_path / "short").write_bytes(b"3.41")
-    assert not is_darshan(str(tmp_path / "short"))
 
 
 @pytest.mark.skipif(not os.path.isfile(EMPTY_LOG),
@@ -46,7 +37,7 @@ def test_damaged_darshan_log_message_has_pydarshan_reason_once(tmp_path, capfd):
     assert cli.main(["advise", str(bad)]) == 1
     err = capfd.readouterr().err
     assert err.count("\n") == 1 and err.startswith("aggio advise: ")
-    assert "not a readable Darshan log" in err and "Error:" not in err
+    assert "Darshan log" in err and "Error:" not in err
 
 
 def test_report_without_plotly_says_what_to_install(tmp_path, monkeypatch, capsys):
@@ -58,11 +49,12 @@ def test_report_without_plotly_says_what_to_install(tmp_path, monkeypatch, capsy
     assert cli.main(["advise", path]) == 0          # advise needs no Plotly
 
 
-def test_darshan_log_without_pydarshan_says_what_to_install(tmp_path, monkeypatch, capsys):
-    log = tmp_path / "x.darshan"
-    log.write_bytes(b"3.41\0\0\0\0" + np.array([6567223], "<i8").tobytes() + bytes(64))
+@pytest.mark.skipif(not os.path.isfile(EMPTY_LOG),
+                    reason=f"no Darshan log {os.path.normpath(EMPTY_LOG)} (a bare clone has "
+                           "no shared/ beside it)")
+def test_darshan_log_without_pydarshan_says_what_to_install(monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "darshan", None)
-    assert cli.main(["advise", str(log)]) == 1
+    assert cli.main(["advise", EMPTY_LOG]) == 1
     assert "aggio[darshan]" in capsys.readouterr().err
 
 

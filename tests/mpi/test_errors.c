@@ -781,10 +781,15 @@ static void t_eof(struct ectx *c, const char *strategy) {
     CHECK(n == expect && cnt == expect, "%s: rank %d at %lld: status says %lld elements, "
           "count %d; expected %lld", what, c->rank, (long long)off, (long long)n, cnt,
           (long long)expect);
-    int same = 1;
+    int same = 1, untouched = 1;
     for (int64_t i = 0; i < expect; i++)
       same &= buf[i] == pat(0, off + i, 12);
     CHECK(same, "%s: rank %d read wrong data before end of file", what, c->rank);
+    /* MPI-IO leaves the buffer past the count as it was (ROMIO's rd_end) */
+    for (int64_t i = expect; i < WANT; i++)
+      untouched &= buf[i] == 0xEE;
+    CHECK(untouched, "%s: rank %d: the buffer past the %lld bytes read was written", what,
+          c->rank, (long long)expect);
     if (pass >= 2) {
       MPI_Offset pos = -1;
       aggio_file_get_position(fh, &pos);
@@ -855,8 +860,8 @@ static void t_enospc(struct ectx *c) {
   unsigned char *buf = malloc((size_t)mine);
   for (int64_t i = 0; i < mine; i++)
     buf[i] = pat(c->rank, i, 13);
-  static const char *strategies[] = {"independent", "two_phase", "auto"};
-  for (int s = 0; s < 3; s++) {
+  static const char *strategies[] = {"independent", "two_phase", "auto", "write_behind"};
+  for (int s = 0; s < 4; s++) {
     for (int one = 0; one < 2; one++) {
       char what[200];
       aggio_file fh = AGGIO_FILE_NULL;
@@ -877,6 +882,18 @@ static void t_enospc(struct ectx *c) {
       }
       rc = aggio_file_write_at_all(fh, one ? 0 : (MPI_Offset)c->rank * mine, b, cnt, MPI_BYTE,
                                    MPI_STATUS_IGNORE);
+      if (s == 3) {
+        /* write-behind may return before the blocks reach the full file
+         * system: then sync reports it, on every rank */
+        int lo;
+        MPI_Allreduce(&rc, &lo, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+        CHECK(rc == lo, "%s: ranks disagree", what);
+        if (rc == 0) {
+          snprintf(what, sizeof what, "ENOSPC reported by sync after write-behind (%s)",
+                   one ? "only the last rank writes" : "every rank writes");
+          rc = aggio_file_sync(fh);
+        }
+      }
       expect_all(c, what, rc, AGGIO_ERR_NO_SPACE, -1);
       if (b != buf)
         free(b);
@@ -928,6 +945,8 @@ static void run_core(struct ectx *c) {
   t_access_args(c, "two_phase");
   t_eof(c, "independent");
   t_eof(c, "two_phase");
+  t_eof(c, "write_behind");
+  t_eof(c, "auto");
 }
 
 int main(int argc, char **argv) {

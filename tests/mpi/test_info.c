@@ -101,6 +101,10 @@ static void test_after_open(const char *path, int rank, int nprocs) {
     rc = aggio_file_set_info(fh, info);
     CHECK(rc == AGGIO_ERR_HINT_MISMATCH, "differing set_info: rank %d got %d (%s)", rank,
           rc, aggio_strerror(rc));
+    /* every rank, rank 0 included, is told which hint differs */
+    CHECK(strstr(aggio_error_message(), "cb_buffer_size") != NULL,
+          "rank %d: the mismatch message does not name the hint: %s", rank,
+          aggio_error_message());
     info_value(fh, "cb_buffer_size", v, sizeof v);
     CHECK(strcmp(v, "1048576") == 0, "a failed set_info keeps the hints: %s", v);
   }
@@ -112,10 +116,10 @@ static void test_after_open(const char *path, int rank, int nprocs) {
   CHECK(rc == AGGIO_SUCCESS, "write after: %s", aggio_error_message());
   rc = aggio_file_read_at_all(fh, rank * 64, back, 64, MPI_BYTE, MPI_STATUS_IGNORE);
   CHECK(rc == AGGIO_SUCCESS && memcmp(buf, back, 64) == 0, "read back after hint changes");
-  /* which strategy the last call used is reported: 64-byte requests are
-   * small, so auto chose two_phase (docs/strategies.md, "The auto rule") */
+  /* which strategy the last call used is reported: 64-byte requests go
+   * through the node cache */
   info_value(fh, "aggio_strategy_selected", v, sizeof v);
-  CHECK(strcmp(v, "two_phase") == 0, "aggio_strategy_selected: %s", v);
+  CHECK(strcmp(v, "write_behind") == 0, "aggio_strategy_selected: %s", v);
   aggio_file_close(&fh);
 }
 

@@ -1370,8 +1370,9 @@ static int run_case(struct ctx *cx, int k) {
 
   if (cx->o.verbose && cx->rank == 0)
     printf("case %d: rank 0: view %s\n    memtype %s\n", k, rc.fd.s, rc.md.s);
-  /* aggio: independent, two_phase twice with different hints, auto */
-  static const char *strategies[] = {"independent", "two_phase", "two_phase", "auto"};
+  /* aggio: independent, two_phase twice with different hints, write_behind, auto */
+  static const char *strategies[] = {"independent", "two_phase", "two_phase", "write_behind",
+                                     "auto"};
   int ncfg = (int)(sizeof strategies / sizeof *strategies), cfg_fail = 0;
   for (int i = 0; i < ncfg && !gen_bad; i++) {
     struct config c;

@@ -151,6 +151,8 @@ static MPI_Info hints(const char *trace, const char *memory) {
   return info;
 }
 
+#define FILE_END ((MPI_Offset)NCOLL * nprocs * SEG + (MPI_Offset)NIND * nprocs * ISEG)
+
 /* The known sequence: NCOLL contiguous write_at_all (rank r's piece of call
  * k at (k*N + r)*SEG), NIND write_at past them, one read_at_all, one sync. */
 static int workload(const char *path, MPI_Info info) {
@@ -177,6 +179,11 @@ static int workload(const char *path, MPI_Info info) {
         aggio_error_message());
   rc = aggio_file_sync(fh);
   CHECK(rc == 0, "sync: %s", aggio_error_message());
+  /* the size stays; the view makes later offsets count 4-byte etypes */
+  rc = aggio_file_set_size(fh, FILE_END);
+  CHECK(rc == 0, "set_size: %s", aggio_error_message());
+  rc = aggio_file_set_view(fh, 8, MPI_INT, MPI_INT, "native", MPI_INFO_NULL);
+  CHECK(rc == 0, "set_view: %s", aggio_error_message());
   return aggio_file_close(&fh);
 }
 
@@ -189,6 +196,13 @@ static void check_api(const struct trace *t) {
     CHECK(count_op(t, r, AGGIO_OP_WRITE_AT) == NIND, "rank %d: write_at", r);
     CHECK(count_op(t, r, AGGIO_OP_READ_AT_ALL) == 1, "rank %d: read_at_all", r);
     CHECK(count_op(t, r, AGGIO_OP_SYNC) == 1, "rank %d: sync", r);
+    /* set_size: the size; set_view: displacement, etype and filetype sizes,
+     * and flag 4 for a contiguous filetype (docs/trace-format.md) */
+    const struct rec *sz = nth(t, r, AGGIO_OP_SET_SIZE, 0);
+    CHECK(sz && sz->offset == FILE_END && (sz->flags & 2), "rank %d: set_size record", r);
+    const struct rec *v = nth(t, r, AGGIO_OP_SET_VIEW, 0);
+    CHECK(v && v->offset == 8 && v->length == 4 && v->type_size == 4 && v->flags == (2 | 4),
+          "rank %d: set_view record", r);
     for (int k = 0; k < NCOLL; k++) {
       const struct rec *x = nth(t, r, AGGIO_OP_WRITE_AT_ALL, k);
       CHECK(x && x->offset == ((int64_t)k * nprocs + r) * SEG && x->length == SEG &&

@@ -157,44 +157,176 @@ static void test_rmw(void) {
   aggio__extents_free(&sparse);
 }
 
+/* The reduced summary of per-rank ranges [lo[r], hi[r]), each rank with
+ * `pieces` ranges, as the engine's reduction builds it. */
+static struct aggio__call_summary reduce_ranges(int n, const int64_t *lo, const int64_t *hi,
+                                                int64_t pieces) {
+  struct aggio__call_summary all, one;
+  struct aggio__extents x = {0};
+  aggio__summary_mine(&all, &x, 0, 0, 0);
+  for (int r = 0; r < n; r++) {
+    aggio__extents_clear(&x);
+    if (hi[r] > lo[r]) {
+      /* pieces ranges of equal share spanning [lo, hi) */
+      int64_t step = (hi[r] - lo[r]) / pieces;
+      for (int64_t k = 0; k < pieces; k++)
+        aggio__extents_push(&x, lo[r] + k * step, k == pieces - 1 ? hi[r] - lo[r] - k * step : step / 2);
+    }
+    aggio__summary_mine(&one, &x, aggio__extents_bytes(&x), 0, 0);
+    aggio__summary_merge(&one, &all);
+  }
+  aggio__extents_free(&x);
+  return all;
+}
+
+static void test_summary_merge(void) {
+  int64_t lo[3] = {100, 0, 0}, hi[3] = {200, 50, 0};
+  struct aggio__call_summary s = reduce_ranges(3, lo, hi, 1);
+  CHECK(s.lo == 0 && s.hi == 200, "range [%lld, %lld)", (long long)s.lo, (long long)s.hi);
+  CHECK(s.ranks == 2 && s.pieces == 2 && s.most_pieces == 1, "ranks %lld pieces %lld",
+        (long long)s.ranks, (long long)s.pieces);
+  CHECK(s.bytes == 150, "bytes %lld", (long long)s.bytes);
+  CHECK(!aggio__summary_interleaved(&s), "disjoint ranges do not interleave");
+  int64_t lo2[2] = {0, 10}, hi2[2] = {100, 110};
+  struct aggio__call_summary t = reduce_ranges(2, lo2, hi2, 1);
+  CHECK(aggio__summary_interleaved(&t), "overlapping ranges interleave");
+  /* errors: the most negative code wins, the lowest rank among equals */
+  struct aggio__call_summary a = s, b = s;
+  a.err = -7LL * ((int64_t)1 << 32) + 3;
+  b.err = -7LL * ((int64_t)1 << 32) + 1;
+  aggio__summary_merge(&a, &b);
+  CHECK(b.err == -7LL * ((int64_t)1 << 32) + 1, "lowest failing rank");
+  a.err = -11LL * ((int64_t)1 << 32) + 5;
+  aggio__summary_merge(&a, &b);
+  CHECK(b.err == a.err, "most negative code");
+  a.flags = 1;
+  b.flags = 2;
+  aggio__summary_merge(&a, &b);
+  CHECK(b.flags == 3, "flags are or-ed");
+}
+
+static void test_cache_geometry(void) {
+  int64_t block;
+  int n;
+  aggio__cache_geometry(32 << 20, 0, 4096, &block, &n);
+  CHECK(block == 4 << 20 && n == 8, "default: %lld x %d", (long long)block, n);
+  aggio__cache_geometry(32 << 20, 1 << 20, 4096, &block, &n);
+  CHECK(block == 1 << 20 && n == 32, "stripe-sized blocks: %lld x %d", (long long)block, n);
+  aggio__cache_geometry(8192, 0, 4096, &block, &n);
+  CHECK(block == 4096 && n == 2, "tiny budget: %lld x %d", (long long)block, n);
+  aggio__cache_geometry(10000, 0, 4096, &block, &n);
+  CHECK(block == 4096 && n == 2, "odd budget: %lld x %d", (long long)block, n);
+  aggio__cache_geometry(4 << 20, 0, 1 << 20, &block, &n);
+  CHECK(block == 1 << 20 && n == 4, "never below the direct-I/O unit: %lld x %d",
+        (long long)block, n);
+}
+
+static struct aggio__auto_in auto_in(int is_write, int striped, int previous) {
+  struct aggio__auto_in in = {.is_write = is_write, .cb = 2, .wb = 2, .wb_usable = 1,
+                              .striped = striped, .nnodes = 1, .block = 4 << 20,
+                              .previous = previous};
+  return in;
+}
+
 static void test_auto(void) {
   char why[192];
-  /* IOR-hard: 47008-byte records, ranks interleaved */
-  struct aggio__summary hard[4];
-  for (int r = 0; r < 4; r++)
-    hard[r] = (struct aggio__summary){r * 47008, r * 47008 + 100 * 4 * 47008, 100 * 47008, 100, 0};
-  CHECK(aggio__auto_decide(hard, 4, 2, 0, 0, -1, why, sizeof why) == 1, "small interleaved -> two_phase: %s", why);
+  struct aggio__auto_in in = auto_in(1, 0, -1);
+  /* IO-500 ior-hard: one 47008-byte record per rank per call, adjacent */
+  int64_t lo[4], hi[4];
+  for (int r = 0; r < 4; r++) {
+    lo[r] = r * 47008;
+    hi[r] = lo[r] + 47008;
+  }
+  struct aggio__call_summary hard = reduce_ranges(4, lo, hi, 1);
+  CHECK(aggio__auto_decide(&hard, &in, why, sizeof why) == AGGIO_AUTO_WRITE_BEHIND,
+        "ior-hard -> write-behind: %s", why);
   CHECK(strstr(why, "small requests") != NULL, "reason: %s", why);
-  /* HACC SoA: 9 large pieces per rank, interleaved ranges */
-  struct aggio__summary soa[4];
-  for (int r = 0; r < 4; r++)
-    soa[r] = (struct aggio__summary){r * (16 << 20), 9 * 4 * (16 << 20), 9 * (16 << 20), 9, 0};
-  CHECK(aggio__auto_decide(soa, 4, 2, 0, 0, -1, why, sizeof why) == 0, "large on local disk -> independent: %s", why);
-  CHECK(aggio__auto_decide(soa, 4, 2, 0, 1, -1, why, sizeof why) == 1, "large interleaved striped -> two_phase: %s", why);
-  /* one block per rank, disjoint: independent even when striped */
-  struct aggio__summary seg[4];
-  for (int r = 0; r < 4; r++)
-    seg[r] = (struct aggio__summary){(int64_t)r << 26, ((int64_t)r + 1) << 26, 1 << 26, 1, 0};
-  CHECK(aggio__auto_decide(seg, 4, 2, 0, 1, -1, why, sizeof why) == 0, "disjoint blocks -> independent: %s", why);
-  /* hints force either way */
-  CHECK(aggio__auto_decide(seg, 4, 1, 0, 0, -1, why, sizeof why) == 1, "romio_cb_write=enable");
-  CHECK(aggio__auto_decide(hard, 4, 0, 0, 0, -1, why, sizeof why) == 0, "romio_cb_write=disable");
-  CHECK(aggio__auto_decide(seg, 4, 2, 1, 0, -1, why, sizeof why) == 1, "romio_no_indep_rw forces two_phase");
-  /* hysteresis: 1.5 MiB requests stay with two_phase once chosen, and
-   * 0.75 MiB requests stay independent once chosen */
-  struct aggio__summary mid[2] = {{0, 3 << 19, 3 << 19, 1, 0}, {3 << 19, 3 << 20, 3 << 19, 1, 0}};
-  CHECK(aggio__auto_decide(mid, 2, 2, 0, 0, -1, why, sizeof why) == 0, "1.5 MiB fresh -> independent");
-  CHECK(aggio__auto_decide(mid, 2, 2, 0, 0, 1, why, sizeof why) == 1, "1.5 MiB after two_phase stays");
-  struct aggio__summary low[2] = {{0, 3 << 18, 3 << 18, 1, 0}, {3 << 18, 3 << 19, 3 << 18, 1, 0}};
-  CHECK(aggio__auto_decide(low, 2, 2, 0, 0, -1, why, sizeof why) == 1, "0.75 MiB fresh -> two_phase");
-  CHECK(aggio__auto_decide(low, 2, 2, 0, 0, 0, why, sizeof why) == 0, "0.75 MiB after independent stays");
-  CHECK(aggio__auto_decide(hard, 4, 2, 0, 0, 0, why, sizeof why) == 1, "tiny requests leave independent");
-  /* ranks without data do not count */
-  struct aggio__summary none[2] = {{0, 0, 0, 0, 0}, {0, 1 << 22, 1 << 22, 1, 0}};
-  CHECK(aggio__auto_decide(none, 2, 2, 0, 1, -1, why, sizeof why) == 0, "one writer, large -> independent");
+  in.wb = 0;
+  CHECK(aggio__auto_decide(&hard, &in, why, sizeof why) == AGGIO_AUTO_TWO_PHASE,
+        "write-behind disabled -> two_phase: %s", why);
+  in = auto_in(1, 0, -1);
+  in.wb_usable = 0;
+  CHECK(aggio__auto_decide(&hard, &in, why, sizeof why) == AGGIO_AUTO_TWO_PHASE,
+        "cache unusable -> two_phase: %s", why);
+  /* striped, several nodes, ranks interleave: stripe locks want two-phase */
+  int64_t slo[4], shi[4];
+  for (int r = 0; r < 4; r++) {
+    slo[r] = r * 47008;
+    shi[r] = slo[r] + 100 * 4 * 47008;
+  }
+  struct aggio__call_summary strided = reduce_ranges(4, slo, shi, 100);
+  in = auto_in(1, 1, -1);
+  in.nnodes = 4;
+  CHECK(aggio__auto_decide(&strided, &in, why, sizeof why) == AGGIO_AUTO_TWO_PHASE,
+        "interleaved on striped fs across nodes -> two_phase: %s", why);
+  in.nnodes = 1;
+  CHECK(aggio__auto_decide(&strided, &in, why, sizeof why) == AGGIO_AUTO_WRITE_BEHIND,
+        "one node -> write-behind: %s", why);
+  /* large requests (8 MiB per rank, disjoint): independent */
+  int64_t blo[4], bhi[4];
+  for (int r = 0; r < 4; r++) {
+    blo[r] = (int64_t)r << 23;
+    bhi[r] = ((int64_t)r + 1) << 23;
+  }
+  struct aggio__call_summary big = reduce_ranges(4, blo, bhi, 1);
+  in = auto_in(1, 1, -1);
+  CHECK(aggio__auto_decide(&big, &in, why, sizeof why) == AGGIO_AUTO_INDEPENDENT,
+        "large disjoint -> independent: %s", why);
+  /* large and interleaved on a striped file system: two-phase */
+  int64_t ilo[2] = {0, 1 << 20}, ihi[2] = {64 << 20, 65 << 20};
+  struct aggio__call_summary inter = reduce_ranges(2, ilo, ihi, 4);
+  CHECK(aggio__auto_decide(&inter, &in, why, sizeof why) == AGGIO_AUTO_TWO_PHASE,
+        "large interleaved striped -> two_phase: %s", why);
+  in.striped = 0;
+  CHECK(aggio__auto_decide(&inter, &in, why, sizeof why) == AGGIO_AUTO_INDEPENDENT,
+        "large interleaved on a local disk -> independent: %s", why);
+  /* hints */
+  in = auto_in(1, 0, -1);
+  in.cb = 1;
+  CHECK(aggio__auto_decide(&big, &in, why, sizeof why) == AGGIO_AUTO_TWO_PHASE,
+        "romio_cb_write=enable");
+  in.cb = 0;
+  CHECK(aggio__auto_decide(&hard, &in, why, sizeof why) == AGGIO_AUTO_INDEPENDENT,
+        "romio_cb_write=disable");
+  in.wb = 1;
+  CHECK(aggio__auto_decide(&big, &in, why, sizeof why) == AGGIO_AUTO_WRITE_BEHIND,
+        "aggio_write_behind=enable wins");
+  in = auto_in(1, 0, -1);
+  in.no_indep_rw = 1;
+  CHECK(aggio__auto_decide(&hard, &in, why, sizeof why) == AGGIO_AUTO_TWO_PHASE,
+        "romio_no_indep_rw forces two_phase");
+  /* hysteresis around the block size: 6 MiB requests stay aggregated once
+   * chosen, 3 MiB requests stay independent once chosen */
+  int64_t mlo[2] = {0, 6 << 20}, mhi[2] = {6 << 20, 12 << 20};
+  struct aggio__call_summary mid = reduce_ranges(2, mlo, mhi, 1);
+  in = auto_in(1, 0, -1);
+  CHECK(aggio__auto_decide(&mid, &in, why, sizeof why) == AGGIO_AUTO_INDEPENDENT,
+        "6 MiB fresh -> independent: %s", why);
+  in.previous = AGGIO_AUTO_WRITE_BEHIND;
+  CHECK(aggio__auto_decide(&mid, &in, why, sizeof why) == AGGIO_AUTO_WRITE_BEHIND,
+        "6 MiB after write-behind stays: %s", why);
+  int64_t llo[2] = {0, 3 << 20}, lhi[2] = {3 << 20, 6 << 20};
+  struct aggio__call_summary low = reduce_ranges(2, llo, lhi, 1);
+  in.previous = -1;
+  CHECK(aggio__auto_decide(&low, &in, why, sizeof why) == AGGIO_AUTO_WRITE_BEHIND,
+        "3 MiB fresh -> write-behind: %s", why);
+  in.previous = AGGIO_AUTO_INDEPENDENT;
+  CHECK(aggio__auto_decide(&low, &in, why, sizeof why) == AGGIO_AUTO_INDEPENDENT,
+        "3 MiB after independent stays: %s", why);
+  /* without the cache the threshold is 1 MiB, as before */
+  in = auto_in(1, 0, -1);
+  in.wb_usable = 0;
+  CHECK(aggio__auto_decide(&low, &in, why, sizeof why) == AGGIO_AUTO_INDEPENDENT,
+        "3 MiB without cache -> independent: %s", why);
+  /* reads follow the same rule */
+  in = auto_in(0, 0, -1);
+  CHECK(aggio__auto_decide(&hard, &in, why, sizeof why) == AGGIO_AUTO_WRITE_BEHIND,
+        "small reads -> through the cache: %s", why);
 }
 
 int main(void) {
+  test_summary_merge();
+  test_cache_geometry();
   test_auto();
   test_aggregators();
   test_emulated();

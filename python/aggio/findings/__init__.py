@@ -1,14 +1,20 @@
 """Findings: stable codes, evidence and a fix for each.
 
 Importing this package registers every check (one module per group);
-run_all() runs them on a Job in code order, most severe first.
+run_all() runs them on a Job, most severe first, then fits their fixes to
+the run and makes them agree with each other (fitting.finalize).
 """
 from __future__ import annotations
 
-from . import balance, filesystem, interface, requests  # noqa: F401  (registration)
+from . import balance, filesystem, interface, layers, requests  # noqa: F401  (registration)
 from .base import REGISTRY, SEVERITIES, Finding, Fix
+from .fitting import finalize
 
-__all__ = ["REGISTRY", "Finding", "Fix", "run_all"]
+__all__ = ["REGISTRY", "Finding", "Fix", "run_all", "unknown_codes"]
+
+
+def unknown_codes(codes) -> list[str]:
+    return [c for c in codes or [] if c not in REGISTRY]
 
 
 def run_all(job, thresholds, only: list[str] | None = None) -> list[Finding]:
@@ -17,4 +23,5 @@ def run_all(job, thresholds, only: list[str] | None = None) -> list[Finding]:
         if only and code not in only:
             continue
         found.extend(chk.func(job, thresholds))
-    return sorted(found, key=lambda f: (SEVERITIES.index(f.severity), f.code))
+    found.sort(key=lambda f: (SEVERITIES.index(f.severity), f.code))
+    return finalize(job, found)

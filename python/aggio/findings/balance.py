@@ -1,11 +1,14 @@
-"""Findings about who does the I/O: one dominant rank, a single aggregator,
-imbalance of bytes between ranks, and stragglers in time."""
+"""Findings about who does the I/O: one dominant rank, imbalance of bytes
+between ranks, and stragglers in time.  Per-rank figures come from per-rank
+records or operations; a Darshan summary record (rank -1) offers only its
+fastest and slowest rank, and its summed times are divided by the rank count
+before any comparison with a per-rank figure."""
 from __future__ import annotations
 
 import numpy as np
 
 from ..model import MPIIO, POSIX, READ, WRITE, Job
-from .base import Finding, Fix, check, fmt_bytes, hint_fixes, lfs_fix, pct
+from .base import Finding, Fix, check, fmt_bytes, hint_fixes, pct
 
 FILL_EXTENSIONS = (".nc", ".nc4", ".cdf", ".h5", ".hdf5", ".he5")
 
@@ -46,46 +49,28 @@ def _dominant_finding(job, f, st, rank, nbytes):
            f"({pct(nbytes, st.bytes)}%) of {f.path}, shared by {f.nranks} ranks")
     if fill:
         msg += "; rank 0 writing most of a netCDF/HDF5 file is the signature of fill values"
-        fixes = [Fix("code", "nc_set_fill(ncid, NC_NOFILL, &old_mode);      /* netCDF, after create */\n"
-                             "ncmpi_set_fill(ncid, NC_NOFILL, &old_mode);   /* PnetCDF */\n"
-                             "H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER);  /* HDF5 datasets */")]
+        fixes = _fill_fixes(job, f)
     else:
         fixes = [Fix("code", "/* every rank writes its own part, in one collective call */\n"
-                             "MPI_File_write_at_all(fh, my_offset, my_buf, my_count, type, MPI_STATUS_IGNORE);")]
-        fixes += hint_fixes({"romio_cb_write": "enable"}, f.path)
+                             "MPI_File_write_at_all(fh, my_offset, my_buf, my_count, type, MPI_STATUS_IGNORE);",
+                     needs=frozenset({"mpiio"})),
+                 Fix("code", "/* every rank writes its own part: pwrite(fd, buf, n, rank * n) */",
+                     needs=frozenset({"posix-only"}))]
+        fixes += hint_fixes({"romio_cb_write": "enable"}, f.path, needs={"collective"})
     return Finding("AGG-DOMINANT-RANK", "high", "One rank does most of the I/O", msg,
                    evidence, fixes, subject=f.path)
 
 
-@check("AGG-SINGLE-AGGREGATOR", "All POSIX I/O of a collectively accessed file goes through one rank")
-def single_aggregator(job: Job, th) -> list[Finding]:
+def _fill_fixes(job, f):
+    """Turning fill values off, for the library the file was written with."""
     out = []
-    for f in job.files:
-        api = f.layers.get(MPIIO)
-        if api is None or f.nranks < 2 or not (api.coll_reads + api.coll_writes):
-            continue
-        writers = f.posix_ranks
-        if writers is None and f.aggregators is not None:
-            writers = f.aggregators
-        if writers is not None and len(writers) == 1:
-            out.append(_single_agg_finding(f, writers[0], job.nprocs or f.nranks))
+    if f.path.endswith((".nc", ".nc4", ".cdf")) and not job.modules & {"PNETCDF_FILE", "PNETCDF"}:
+        out.append(Fix("code", "nc_set_fill(ncid, NC_NOFILL, &old_mode);      /* netCDF, after create */"))
+    if job.modules & {"PNETCDF_FILE", "PNETCDF"}:
+        out.append(Fix("code", "ncmpi_set_fill(ncid, NC_NOFILL, &old_mode);   /* PnetCDF */"))
+    if job.modules & {"H5F", "H5D"} or f.path.endswith((".h5", ".hdf5", ".he5", ".nc4")):
+        out.append(Fix("code", "H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER);  /* HDF5 datasets */"))
     return out
-
-
-def _single_agg_finding(f, rank, nprocs):
-    want = max(2, min(nprocs, 8))
-    one_stripe = f.stripe_count == 1
-    evidence = {"mpiio_ranks": f.nranks, "posix_ranks": [rank], "stripe_count": f.stripe_count,
-                "collective_calls": f.layers[MPIIO].coll_reads + f.layers[MPIIO].coll_writes}
-    msg = (f"{f.nranks} ranks call collective MPI-IO on {f.path} but only rank {rank} "
-           "issues POSIX I/O")
-    if one_stripe:
-        msg += ("; the file has one Lustre stripe, and ROMIO sets cb_nodes to the "
-                "stripe count on Lustre")
-    fixes = [lfs_fix(f.path, want, f.stripe_size or (4 << 20))]
-    fixes += hint_fixes({"cb_nodes": want, "striping_factor": want}, f.path)
-    return Finding("AGG-SINGLE-AGGREGATOR", "high", "A single aggregator", msg, evidence,
-                   fixes, subject=f.path)
 
 
 @check("AGG-IMBALANCE", "Ranks move very different amounts of data")
@@ -98,49 +83,84 @@ def imbalance(job: Job, th) -> list[Finding]:
         st = api if collective else f.layers.get(POSIX)
         if st is None:
             continue
-        if len(st.rank_bytes) >= 2:
+        if st.per_rank and len(st.rank_bytes) >= 2:
             hi, lo = max(st.rank_bytes.values()), min(st.rank_bytes.values())
-            if hi and (hi - lo) / hi > th["imbalance_fraction"]:
-                out.append(_imbalance_finding(f, hi, lo, hi, "per-rank maximum"))
-        elif st.slowest and st.fastest and st.bytes:
-            hi, lo = st.slowest[1], st.fastest[1]
-            if abs(hi - lo) / st.bytes > th["straggler_fraction"]:
-                out.append(_imbalance_finding(f, hi, lo, st.bytes, "file total"))
+            source = "per-rank figures"
+        elif st.slowest and st.fastest:
+            # the two ranks a summary record names: both per-rank figures
+            hi, lo = max(st.slowest[1], st.fastest[1]), min(st.slowest[1], st.fastest[1])
+            source = "the summary record's fastest and slowest rank"
+        else:
+            continue
+        if hi and (hi - lo) / hi > th["imbalance_fraction"]:
+            out.append(_imbalance_finding(f, hi, lo, source))
     return out
 
 
-def _imbalance_finding(f, hi, lo, base, base_name):
+def _imbalance_finding(f, hi, lo, source):
     evidence = {"max_rank_bytes": int(hi), "min_rank_bytes": int(lo),
-                "percent_of_" + base_name.replace(" ", "_").replace("-", "_"): pct(abs(hi - lo), base)}
+                "percent_of_max": pct(hi - lo, hi), "source": source}
     msg = (f"ranks moved between {fmt_bytes(lo)} and {fmt_bytes(hi)} of {f.path} "
-           f"(difference {pct(abs(hi - lo), base)}% of the {base_name})")
+           f"(difference {pct(hi - lo, hi)}% of the largest; {source})")
     fixes = [Fix("code", "/* give each rank an equal share: offset = rank * (total / nprocs) */")]
-    fixes += hint_fixes({"romio_cb_write": "enable", "romio_cb_read": "enable"}, f.path)
+    fixes += hint_fixes({"romio_cb_write": "enable", "romio_cb_read": "enable"}, f.path,
+                        needs={"independent"})
     return Finding("AGG-IMBALANCE", "warn", "Load imbalance between ranks", msg, evidence,
                    fixes, subject=f.path)
 
 
 @check("AGG-STRAGGLER", "Some ranks spend much longer in I/O than the others")
 def stragglers(job: Job, th) -> list[Finding]:
-    out = []
     if job.has_ops:
         found = _straggler_from_ops(job, th)
-        out += [found] if found else []
+        return [found] if found else []
+    out = []
     for f in job.files:
-        st = f.layers.get(POSIX)
-        if st is None or not (st.slowest and st.fastest):
+        st = _app_layer(f)
+        if st is None:
             continue
-        total = st.io_time
-        gap = abs(st.slowest[2] - st.fastest[2])
-        if total and gap / total > th["straggler_fraction"]:
-            evidence = {"slowest_rank": int(st.slowest[0]), "slowest_seconds": round(st.slowest[2], 4),
-                        "fastest_rank": int(st.fastest[0]), "fastest_seconds": round(st.fastest[2], 4),
-                        "percent_of_io_time": pct(gap, total)}
-            out.append(Finding("AGG-STRAGGLER", "warn", "Straggler rank",
-                               f"rank {evidence['slowest_rank']} spent {st.slowest[2]:.3f} s on "
-                               f"{f.path}, rank {evidence['fastest_rank']} {st.fastest[2]:.3f} s",
-                               evidence, _straggler_fixes(f.path), subject=f.path))
+        if st.per_rank and len(st.rank_time) >= 2:
+            found = _straggler_from_times(f, st.rank_time, th)
+        elif st.slowest and st.fastest:
+            found = _straggler_from_summary(job, f, st, th)
+        else:
+            found = None
+        out += [found] if found else []
     return out
+
+
+def _straggler_from_times(f, times, th):
+    t = np.array(list(times.values()), float)
+    median = float(np.median(t))
+    rank = max(times, key=times.get)
+    if times[rank] > max(median * th["straggler_ratio"], median + th["straggler_min_seconds"]):
+        evidence = {"slowest_rank": int(rank), "slowest_seconds": round(times[rank], 4),
+                    "median_seconds": round(median, 4), "source": "per-rank records"}
+        return Finding("AGG-STRAGGLER", "warn", "Straggler rank",
+                       f"rank {rank} spent {times[rank]:.3f} s in I/O calls on {f.path}, "
+                       f"the median rank {median:.3f} s", evidence, _straggler_fixes(f.path),
+                       subject=f.path)
+    return None
+
+
+def _straggler_from_summary(job, f, st, th):
+    """Darshan's summary record: the slowest rank's own time against the mean
+    per rank (the record's summed time over the ranks that share the file)."""
+    n = f.nranks or job.nprocs or 1
+    mean = (st.read_time + st.write_time + st.meta_time) / n
+    slow = float(st.slowest[2])
+    if slow > max(mean * th["straggler_ratio"], mean + th["straggler_min_seconds"]):
+        evidence = {"slowest_rank": int(st.slowest[0]), "slowest_seconds": round(slow, 4),
+                    "fastest_rank": int(st.fastest[0]), "fastest_seconds": round(st.fastest[2], 4),
+                    "mean_seconds_per_rank": round(mean, 4), "ranks": n,
+                    "x_mean": round(slow / mean, 2) if mean else None,
+                    "source": "summary record (mean = summed time / ranks)"}
+        return Finding("AGG-STRAGGLER", "warn", "Straggler rank",
+                       f"rank {evidence['slowest_rank']} spent {slow:.3f} s on {f.path}; the "
+                       f"mean over its {n} ranks is {mean:.3f} s and the fastest rank, "
+                       f"{evidence['fastest_rank']}, took {st.fastest[2]:.3f} s",
+                       evidence, _straggler_fixes(f.path), subject=f.path)
+    return None
 
 
 def rank_io_time(ops: np.ndarray) -> np.ndarray:
@@ -176,7 +196,9 @@ def _straggler_from_ops(job, th):
 
 
 def _straggler_fixes(path):
-    fixes = [Fix("env", "lfs getstripe " + (path or "<file>") +
-                 "   # which OSTs; compare with: lfs df -h  (a slow or full OST?)")]
-    fixes += hint_fixes({"cb_config_list": "*:1", "romio_cb_write": "enable"}, path)
+    fixes = [Fix("env", f"lfs getstripe {path}   # which OSTs; compare with: lfs df -h "
+                        "(a slow or full OST?)", needs=frozenset({"lustre"})),
+             Fix("code", "/* the slow ranks wait on their node, link or OST, or carry more data:\n"
+                         "   compare their bytes with the others' (AGG-IMBALANCE) */")]
+    fixes += hint_fixes({"romio_cb_write": "enable"}, path, needs={"independent"})
     return fixes

@@ -7,7 +7,6 @@ least one fix the user can paste.
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 
 SEVERITIES = ("high", "warn", "info")
@@ -15,9 +14,18 @@ SEVERITIES = ("high", "warn", "info")
 
 @dataclass
 class Fix:
-    kind: str      # aggio-hints | romio-hints | cray-hints | lustre | code | env
+    """One fix.  Checks give `hints` and `lustre` fixes as requests (kind
+    "hints" with a dict, kind "lustre" with (path, count, size)); fitting.py
+    turns them into text once every finding of the report is known, so that
+    the report gives one value per hint and per file (and leaves out what
+    does not fit the interfaces the run used, `needs`)."""
+    kind: str      # aggio-hints | romio-hints | cray-hints | lustre | code | env | hints
     text: str      # what to paste
     label: str = ""
+    needs: frozenset = frozenset()   # interfaces the fix applies to (all of them)
+    hints: dict | None = None        # kind "hints": key -> value
+    path: str = ""                   # the file it is about ("" for the job)
+    lustre: tuple | None = None      # kind "lustre": (count, size or 0)
 
     def to_dict(self) -> dict:
         return {"kind": self.kind, "label": self.label or FIX_LABELS.get(self.kind, ""),
@@ -25,7 +33,8 @@ class Fix:
 
 
 FIX_LABELS = {"aggio-hints": "aggio (AGGIO_HINTS)",
-              "romio-hints": "ROMIO hints file (export ROMIO_HINTS=<file>)",
+              "romio-hints": "hints file (ROMIO: export ROMIO_HINTS=<file>; aggio: "
+                             "export AGGIO_HINTS_FILE=<file>); applies to every file",
               "cray-hints": "Cray MPICH (MPICH_MPIIO_HINTS)",
               "lustre": "Lustre striping (before the file is created)",
               "code": "code change", "env": "environment"}
@@ -82,26 +91,19 @@ def pct(part: float, whole: float) -> float:
     return round(100.0 * part / whole, 1) if whole else 0.0
 
 
-def hint_fixes(hints: dict, path: str = "") -> list[Fix]:
-    """The same hints in the three syntaxes users paste: AGGIO_HINTS and Cray's
-    MPICH_MPIIO_HINTS (pattern:key=value:...), and a ROMIO hints file."""
-    pattern = os.path.basename(path) if path and not path.startswith("<") else "*"
-    pairs = ":".join(f"{k}={v}" for k, v in hints.items())
-    lines = "\n".join(f"{k} {v}" for k, v in hints.items())
-    cray_pattern = path if path and not path.startswith("<") else "*"
-    return [Fix("aggio-hints", f'export AGGIO_HINTS="{pattern}:{pairs}"'),
-            Fix("romio-hints", lines),
-            Fix("cray-hints", f'export MPICH_MPIIO_HINTS="{cray_pattern}:{pairs}"')]
+def hint_fixes(hints: dict, path: str = "", needs=()) -> list[Fix]:
+    """A request for these hints (for `path`, or every file): it becomes
+    AGGIO_HINTS, MPICH_MPIIO_HINTS and a hints file in fitting.finalize,
+    where the run used MPI-IO or aggio (and the interfaces in `needs`)."""
+    return [Fix("hints", "", hints=dict(hints), path=path, needs=frozenset(needs))]
 
 
-def lfs_fix(path: str, count: int | str, size: int | None = None) -> Fix:
-    """`lfs setstripe` on the file's directory (new files inherit it)."""
-    directory = os.path.dirname(path) or "." if not path.startswith("<") else "<dir>"
-    size_opt = f" -S {_lfs_size(size)}" if size else ""
-    return Fix("lustre", f"lfs setstripe -c {count}{size_opt} {directory}")
+def lfs_fix(path: str, count: int, size: int | None = None) -> Fix:
+    """A request for `lfs setstripe` for the file at `path` (on Lustre)."""
+    return Fix("lustre", "", path=path, lustre=(int(count), int(size or 0)))
 
 
-def _lfs_size(n: int) -> str:
+def lfs_size(n: int) -> str:
     for unit, mult in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
         if n % mult == 0:
             return f"{n // mult}{unit}"

@@ -43,9 +43,12 @@ def _indep_finding(d, indep, n, small_shared):
            "is collective" + (f"; {small_shared} are small requests on shared files"
                               if small_shared else ""))
     fixes = [Fix("code", f"/* replace MPI_File_{d}_at(...) by its collective twin, called by all ranks */\n"
-                 f"MPI_File_{d}_at_all(fh, offset, buf, count, datatype, MPI_STATUS_IGNORE);\n"
-                 "/* HDF5: */ H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE);")]
-    fixes += hint_fixes({f"romio_cb_{d}": "enable", "aggio_strategy": "two_phase"})
+                 f"MPI_File_{d}_at_all(fh, offset, buf, count, datatype, MPI_STATUS_IGNORE);"),
+             Fix("code", "H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE);  /* HDF5 */",
+                 needs=frozenset({"hdf5"})),
+             Fix("code", "ncmpi_put_vara_all(...);  /* PnetCDF: the _all variants */",
+                 needs=frozenset({"pnetcdf"}))]
+    fixes += hint_fixes({f"romio_cb_{d}": "enable"})
     return Finding("AGG-INDEP-MPIIO", "high" if small_shared else "warn",
                    f"Independent MPI-IO {d}s", msg, evidence, fixes)
 
@@ -66,8 +69,10 @@ def no_mpiio(job: Job, th) -> list[Finding]:
            "without MPI-IO" + (f"; {len(shared)} files are shared by several ranks"
                                if shared else ""))
     fixes = [Fix("code", "MPI_File_open(comm, path, MPI_MODE_CREATE | MPI_MODE_WRONLY, info, &fh);\n"
-                         "MPI_File_write_at_all(fh, offset, buf, count, MPI_BYTE, MPI_STATUS_IGNORE);\n"
-                         "/* HDF5: H5Pset_fapl_mpio(fapl, comm, info); PnetCDF: ncmpi_create(comm, ...) */")]
+                         "MPI_File_write_at_all(fh, offset, buf, count, MPI_BYTE, MPI_STATUS_IGNORE);"),
+             Fix("code", "H5Pset_fapl_mpio(fapl, comm, info);   /* HDF5: the MPI-IO driver */\n"
+                         "H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE);",
+                 needs=frozenset({"hdf5"}))]
     severity = "warn" if parallel and shared else "info"
     return [Finding("AGG-NO-MPIIO", severity, "No MPI-IO", msg, evidence, fixes)]
 
@@ -87,7 +92,9 @@ def blocking(job: Job, th) -> list[Finding]:
             evidence = {"direction": d, "blocking_calls": calls,
                         "seconds_in_calls": round(seconds, 4)}
             hdf5 = bool(job.modules & {"H5F", "H5D"})
-            code = (f"MPI_Request req;\nMPI_File_i{d}_at_all(fh, offset, buf, count, type, &req);\n"
+            coll = getattr(total, f"coll_{d}s") > 0
+            call = f"MPI_File_i{d}_at_all" if coll else f"MPI_File_i{d}_at"
+            code = (f"MPI_Request req;\n{call}(fh, offset, buf, count, type, &req);\n"
                     "compute();                 /* overlaps the I/O */\n"
                     "MPI_Wait(&req, MPI_STATUS_IGNORE);")
             fixes = [Fix("code", code)]

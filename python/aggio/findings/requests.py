@@ -3,14 +3,21 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..model import MPIIO, POSIX, READ, WRITE, Job
-from .base import Finding, Fix, check, fmt_bytes, hint_fixes, lfs_fix, pct, top
+from .. import crosslayer as xl
+from ..model import POSIX, READ, WRITE, Job
+from .base import Finding, Fix, check, fmt_bytes, hint_fixes, pct, top
 
 DIRECTIONS = (("read", "reads"), ("write", "writes"))
 
 
-def _uses_mpiio(job: Job) -> bool:
-    return any(MPIIO in f.layers for f in job.files)
+def transfer_size_fix(job: Job, size: int, what: str) -> Fix:
+    """For programs that call POSIX themselves: the request size is theirs."""
+    ior = "ior" in job.exe.rsplit("/", 1)[-1].lower()
+    text = (f"ior ... -t {size} -b <multiple of {size}>   # IOR: transfer size (-t) {what}"
+            if ior else
+            f"/* issue requests of {size} bytes or a multiple ({what}):\n"
+            "   buffer small writes and flush them in one call */")
+    return Fix("code", text, needs=frozenset({"posix-only"}))
 
 
 @check("AGG-SMALL-REQ", "Many small requests reach the file system")
@@ -46,10 +53,11 @@ def _small_finding(job, direction, small, total, per_file, limit):
     key = "romio_cb_write" if direction == "write" else "romio_cb_read"
     fixes = hint_fixes({key: "enable", "cb_buffer_size": 16777216})
     fixes.append(Fix("code", f"/* one collective call per rank instead of many small {direction}s */\n"
-                     f"MPI_File_{direction}_at_all(fh, offset, buf, count, filetype, MPI_STATUS_IGNORE);"
-                     if _uses_mpiio(job) else
-                     f"/* gather small {direction}s into >= 1 MiB buffers, or use MPI-IO collectives */\n"
-                     "setvbuf(fp, NULL, _IOFBF, 4 << 20);  /* STDIO */"))
+                     f"MPI_File_{direction}_at_all(fh, offset, buf, count, filetype, MPI_STATUS_IGNORE);",
+                     needs=frozenset({"independent"})))
+    fixes.append(transfer_size_fix(job, 1 << 20, "at least 1 MiB"))
+    fixes.append(Fix("code", "setvbuf(fp, NULL, _IOFBF, 4 << 20);  /* STDIO: large buffers */",
+                     needs=frozenset({"stdio"})))
     return Finding("AGG-SMALL-REQ", "high", f"Small {direction} requests", msg, evidence,
                    fixes)
 
@@ -70,9 +78,10 @@ def misaligned(job: Job, th) -> list[Finding]:
                f"({pct(total.file_not_aligned, ops)}%) do not start at a multiple of "
                f"{fmt_bytes(align) if align else 'the file-system block'}")
         fixes = hint_fixes({"striping_unit": stripe, "romio_cb_write": "enable"})
-        fixes.append(Fix("code", f"H5Pset_alignment(fapl, 0, {stripe});  /* HDF5: align objects to the stripe */"))
-        path = striped[0].path if striped else "<dir>"
-        fixes.append(lfs_fix(path, striped[0].stripe_count if striped else 4, stripe))
+        unit = "stripe" if striped else "file-system block"
+        fixes.append(Fix("code", f"H5Pset_alignment(fapl, 0, {stripe});  /* HDF5: align objects to the {unit} */",
+                         needs=frozenset({"hdf5"})))
+        fixes.append(transfer_size_fix(job, stripe, "at offsets that are multiples of it"))
         out.append(Finding("AGG-MISALIGNED", "high", "Misaligned file requests", msg,
                            evidence, fixes))
     if ops and total.mem_not_aligned / ops > th["misaligned_fraction"]:
@@ -100,12 +109,15 @@ def random_access(job: Job, th) -> list[Finding]:
             evidence = {"direction": direction, "random_requests": rnd, "requests": n,
                         "percent": pct(rnd, n)}
             key = "romio_ds_read" if direction == "read" else "romio_cb_write"
-            fixes = hint_fixes({key: "enable", "aggio_strategy": "two_phase"})
+            fixes = hint_fixes({key: "enable"})
             fixes.append(Fix("code", f"/* sort each rank's {direction}s by offset and issue them as one\n"
                              "   collective call with an indexed filetype */\n"
                              "MPI_Type_create_hindexed(n, lengths, offsets, MPI_BYTE, &ft);\n"
                              "MPI_File_set_view(fh, 0, MPI_BYTE, ft, \"native\", info);\n"
-                             f"MPI_File_{direction}_all(fh, buf, total, MPI_BYTE, MPI_STATUS_IGNORE);"))
+                             f"MPI_File_{direction}_all(fh, buf, total, MPI_BYTE, MPI_STATUS_IGNORE);",
+                             needs=frozenset({"mpiio"})))
+            fixes.append(Fix("code", f"/* sort the {direction}s by offset before issuing them */",
+                             needs=frozenset({"posix-only"})))
             out.append(Finding("AGG-RANDOM", "warn", f"Random {direction} access",
                                f"{rnd} of {n} POSIX {direction}s ({pct(rnd, n)}%) do not "
                                "follow the previous request of their rank", evidence, fixes))
@@ -123,12 +135,19 @@ def redundant(job: Job, th) -> list[Finding]:
             moved = st.bytes_read if direction == "read" else st.bytes_written
             if moved <= th["redundant_min_bytes"]:
                 continue
+            if direction == "read" and _library_reads(job, index):
+                continue   # read-modify-write of MPI-IO's (AGG-RMW), not the program's
             distinct = _distinct_bytes(job, index, kind, st, direction)
             extra = moved - distinct
             if distinct >= 0 and extra > th["redundant_min_bytes"] \
                     and moved > distinct * (1 + th["redundant_fraction"]):
                 out.append(_redundant_finding(f, direction, moved, distinct, job.has_ops))
     return out
+
+
+def _library_reads(job, index) -> bool:
+    pr = xl.posix_reads(job, index)
+    return pr is not None and pr.read_modify_write
 
 
 def _distinct_bytes(job, index, kind, st, direction) -> int:
@@ -168,10 +187,13 @@ def _redundant_finding(f, direction, moved, distinct, exact):
     msg = (f"{fmt_bytes(moved)} {'read from' if direction == 'read' else 'written to'} "
            f"{f.path} but only {fmt_bytes(distinct)} distinct bytes "
            f"({evidence['ratio']}x)" + ("" if exact else " (from counters: highest offset)"))
-    code = ("/* read once on one rank and broadcast */\n"
-            "if (rank == 0) MPI_File_read_at(fh, 0, buf, n, MPI_BYTE, MPI_STATUS_IGNORE);\n"
-            "MPI_Bcast(buf, n, MPI_BYTE, 0, comm);") if direction == "read" else \
-        ("/* write each region once; with HDF5 let one rank write metadata */\n"
-         "H5Pset_coll_metadata_write(fapl, 1);")
+    if direction == "read":
+        fixes = [Fix("code", "/* read once on one rank and broadcast */\n"
+                             "if (rank == 0) MPI_File_read_at(fh, 0, buf, n, MPI_BYTE, MPI_STATUS_IGNORE);\n"
+                             "MPI_Bcast(buf, n, MPI_BYTE, 0, comm);")]
+    else:
+        fixes = [Fix("code", "/* write each region once (one owner per block) */"),
+                 Fix("code", "H5Pset_coll_metadata_write(fapl, 1);  /* HDF5: one rank writes metadata */",
+                     needs=frozenset({"hdf5"}))]
     return Finding("AGG-REDUNDANT", "warn", f"Redundant {direction} traffic", msg, evidence,
-                   [Fix("code", code)], subject=f.path)
+                   fixes, subject=f.path)

@@ -4,13 +4,16 @@ Counters come from the POSIX, MPI-IO, STDIO and LUSTRE modules; per-operation
 data from DXT_POSIX and DXT_MPIIO.  DXT segments are read straight from the
 log buffers into NumPy (PyDarshan's own DXT path builds one Python dict per
 segment, which is what makes DXT tools slow and memory-hungry on big logs).
+
+A damaged or truncated log is read as far as it is whole (darshan_layout
+checks the regions first); what was lost is said in job.damaged, and a log
+with nothing readable is an error.  libdarshan-util's own messages on stderr
+are captured and turned into those notes.
 """
 from __future__ import annotations
 
 import contextlib
-import gc
 import os
-import sys
 import tempfile
 
 import numpy as np
@@ -18,6 +21,7 @@ import numpy as np
 from ..derive import empty_ops
 from ..model import (OPS, MPIIO, POSIX, STDIO, READ, WRITE, F_COLLECTIVE,
                      FileInfo, Job, LayerStats)
+from .darshan_layout import read_layout
 
 COUNTER_MODULES = {"POSIX": POSIX, "MPI-IO": MPIIO, "STDIO": STDIO}
 DXT_MODULES = {"DXT_POSIX": POSIX, "DXT_MPIIO": MPIIO}
@@ -32,63 +36,100 @@ class DarshanError(ValueError):
 
 
 def load_darshan(path: str) -> Job:
+    layout = read_layout(path)
+    if layout is None:
+        raise DarshanError(f"{path}: not a Darshan log (no Darshan 3 header)")
+    if not (layout.job_whole and layout.names_whole):
+        raise DarshanError(
+            f"{path}: damaged or truncated Darshan log: {layout.size} bytes of the "
+            f"{layout.expected} its header promises; even the job and file-name "
+            "records are cut, so nothing can be read")
     try:
         import darshan  # imported here: the trace-only paths need no PyDarshan
-    except ImportError as exc:
+    except ImportError as exc:  # an optional dependency (aggio[darshan])
         raise DarshanError(f"{path}: reading Darshan logs needs PyDarshan "
                            "(pip install 'aggio[darshan]')") from exc
-    failure = None
-    with _library_messages() as said:
+    with _c_stderr() as messages:
         try:
-            job = _read(darshan, path)
+            report = darshan.DarshanReport(path, read_all=False)
         except Exception as exc:  # PyDarshan raises several types
-            failure = f"{exc}"
-            del exc
-            gc.collect()  # the half-open log's handle complains when freed
-    if failure is not None:
-        why = "; ".join(said + [failure]) if said else failure
-        raise DarshanError(f"{path}: not a readable Darshan log ({why})")
-    # a log PyDarshan read only in part: say so with the report
-    job.notes.extend(f"PyDarshan: {line}" for line in dict.fromkeys(said))
+            raise DarshanError(f"{path}: not a readable Darshan log ({exc})") from exc
+    whole = _whole_modules(report, layout)
+    job = _job_header(path, report)
+    job.damaged += _lost_modules(report, layout, whole)
+    files: dict[int, FileInfo] = {}
+    for mod, layer in COUNTER_MODULES.items():
+        if mod in whole and _read_module(job, report, mod):
+            _add_counters(job, report, mod, layer, files)
+    if "LUSTRE" in whole and _read_module(job, report, "LUSTRE"):
+        _add_lustre(report, files)
+    _finish_files(job, report, files)
+    _add_dxt(job, report, path, files, whole)
+    _add_notes(job, report, layout)
+    job.damaged += _library_errors(messages)
+    if job.damaged and not job.files:
+        raise DarshanError(f"{path}: damaged or truncated Darshan log, nothing could be "
+                           "read: " + "; ".join(job.damaged))
     return job
 
 
 @contextlib.contextmanager
-def _library_messages():
-    """Collects what PyDarshan's C library writes to the standard error
-    (its "Error: ..." lines) into the list it yields, filled on exit, instead
-    of letting it reach the terminal ahead of aggio's own message."""
-    said: list[str] = []
-    sys.stderr.flush()
-    saved = os.dup(2)
+def _c_stderr():
+    """Collects what C code writes to file descriptor 2 (libdarshan-util's
+    error messages) instead of letting it reach the terminal."""
+    lines: list[str] = []
     with tempfile.TemporaryFile() as tmp:
+        saved = os.dup(2)
         os.dup2(tmp.fileno(), 2)
         try:
-            yield said
+            yield lines
         finally:
             os.dup2(saved, 2)
             os.close(saved)
             tmp.seek(0)
-            text = tmp.read().decode("utf-8", errors="replace")
-            said.extend(line.strip().removeprefix("Error: ")
-                        for line in text.splitlines() if line.strip())
+            lines += tmp.read().decode("utf-8", "replace").splitlines()
 
 
-def _read(darshan, path: str) -> Job:
-    report = darshan.DarshanReport(path, read_all=False)
-    job = _job_header(path, report)
-    files: dict[int, FileInfo] = {}
-    for mod, layer in COUNTER_MODULES.items():
-        if mod in report.modules:
-            report.mod_read_all_records(mod, dtype="numpy")
-            _add_counters(job, report, mod, layer, files)
-    if "LUSTRE" in report.modules:
-        report.mod_read_all_lustre_records(dtype="numpy", warnings=False)
-        _add_lustre(report, files)
-    _finish_files(job, report, files)
-    _add_dxt(job, report, path, files)
-    _add_notes(job, report)
-    return job
+def _library_errors(lines) -> list[str]:
+    return [f"libdarshan-util: {line.strip()}" for line in lines
+            if line.strip().lower().startswith("error")][:5]
+
+
+def _whole_modules(report, layout) -> set:
+    """Modules whose region is whole.  PyDarshan numbers modules as the
+    current library does, which differs between log formats; the relative
+    order is the same, so the log's non-empty slots are matched to the
+    modules in order (and checked by their region lengths)."""
+    mods = sorted(report.modules, key=lambda m: report.modules[m].get("idx", 0))
+    slots = sorted(layout.module_ends)
+    if not layout.checked or len(slots) != len(mods):
+        return set(mods)
+    return {mod for mod, slot in zip(mods, slots) if layout.slot_whole(slot)}
+
+
+def _lost_modules(report, layout, whole) -> list[str]:
+    lost = sorted(set(report.modules) - whole)
+    if not lost:
+        return []
+    return [f"the log is truncated ({layout.size} of {layout.expected} bytes): the "
+            f"{', '.join(lost)} records are cut off and were not read"]
+
+
+def _read_module(job, report, mod) -> bool:
+    with _c_stderr() as messages:
+        try:
+            if mod == "LUSTRE":
+                report.mod_read_all_lustre_records(dtype="numpy", warnings=False)
+            else:
+                report.mod_read_all_records(mod, dtype="numpy")
+            ok = True
+        except Exception as exc:  # a damaged region: PyDarshan raises several types
+            job.damaged.append(f"the {mod} records could not be read ({exc})")
+            ok = False
+    errors = _library_errors(messages)
+    if errors:
+        job.damaged.append(f"the {mod} records are damaged: " + errors[0])
+    return ok and not errors
 
 
 def _job_header(path, report) -> Job:
@@ -97,11 +138,8 @@ def _job_header(path, report) -> Job:
               runtime=float(meta.get("run_time", 0.0)),
               exe=str(report.metadata.get("exe", "")).split(" ")[0],
               modules=set(report.modules))
-    hints = (meta.get("metadata") or {}).get("h", "")
-    for pair in str(hints).split(";"):
-        if "=" in pair:
-            key, value = pair.split("=", 1)
-            job.hints[key.strip()] = value.strip()
+    # The job metadata's "h" holds the hints Darshan itself used to write the
+    # log (DARSHAN_LOGHINTS), not the application's: it is not read here.
     return job
 
 
@@ -122,12 +160,14 @@ def _add_counters(job, report, mod, layer, files):
         rank = int(rec["rank"])
         info = files.setdefault(rec["id"], FileInfo(path=path))
         info.__dict__.setdefault("_ranks", set()).add(rank)
+        st.access_sizes = _access_sizes(c, _PREFIX[mod])
         if rank < 0:
             _set_extremes(st, mod, c, f)
         else:
             st.rank_bytes = {rank: st.bytes}
             st.rank_time = {rank: st.read_time + st.write_time}
             st.rank_meta_time = {rank: st.meta_time}
+            st.rank_ops = {rank: st.ops}
         if layer in info.layers:
             info.layers[layer].add(st)
         else:
@@ -186,8 +226,20 @@ _STATS = {"POSIX": _posix_stats, "MPI-IO": _mpiio_stats, "STDIO": _stdio_stats}
 _PREFIX = {"POSIX": "POSIX", "MPI-IO": "MPIIO", "STDIO": "STDIO"}
 
 
+def _access_sizes(c, prefix) -> dict:
+    out = {}
+    for i in range(1, 5):
+        size, count = c.get(f"{prefix}_ACCESS{i}_ACCESS", 0), c.get(f"{prefix}_ACCESS{i}_COUNT", 0)
+        if size > 0 and count > 0:
+            out[int(size)] = out.get(int(size), 0) + int(count)
+    return out
+
+
 def _set_extremes(st, mod, c, f):
     p = _PREFIX[mod]
+    st.reduced = True
+    st.var_rank_bytes = max(0.0, float(f.get(f"{p}_F_VARIANCE_RANK_BYTES", 0.0)))
+    st.var_rank_time = max(0.0, float(f.get(f"{p}_F_VARIANCE_RANK_TIME", 0.0)))
     st.fastest = (c[f"{p}_FASTEST_RANK"], c[f"{p}_FASTEST_RANK_BYTES"],
                   f[f"{p}_F_FASTEST_RANK_TIME"])
     st.slowest = (c[f"{p}_SLOWEST_RANK"], c[f"{p}_SLOWEST_RANK_BYTES"],
@@ -222,14 +274,14 @@ def _finish_files(job, report, files):
     job.__dict__["_ids"] = {rid: i for i, rid in enumerate(files)}
 
 
-def _add_dxt(job, report, path, files):
-    mods = [m for m in DXT_MODULES if m in report.modules]
+def _add_dxt(job, report, path, files, whole):
+    mods = [m for m in DXT_MODULES if m in whole]
+    ids = job.__dict__.pop("_ids")
     if not mods:
         return
-    ids = job.__dict__.pop("_ids")
     parts = []
     for mod in mods:
-        for rec_id, rank, writes, reads in _dxt_segments(path, mod):
+        for rec_id, rank, writes, reads in _dxt_segments(job, path, mod):
             if rec_id not in ids:
                 files[rec_id] = FileInfo(path=_name(report, rec_id))
                 ids[rec_id] = len(job.files)
@@ -242,25 +294,32 @@ def _add_dxt(job, report, path, files):
     _posix_ranks_from_dxt(job)
 
 
-def _dxt_segments(path, mod):
-    """Yields (record id, rank, write segments, read segments) of a DXT module."""
+def _dxt_segments(job, path, mod):
+    """Yields (record id, rank, write segments, read segments) of a DXT module;
+    a read error ends the module with a note in job.damaged."""
     from darshan.backend import cffi_backend as be
-    log = be.log_open(path)
-    try:
-        idx = be.log_get_modules(log)[mod]["idx"]
-        ctype = be._structdefs[mod]
-        header = be.ffi.sizeof("struct dxt_file_record")
-        buf = be.ffi.new("void **")
-        while be.libdutil.darshan_log_get_record(log["handle"], idx, buf) > 0:
-            rec = be.ffi.cast(ctype, buf)[0]
-            nw, nr = int(rec.write_count), int(rec.read_count)
-            raw = be.ffi.buffer(be.ffi.cast("char *", buf[0]) + header, (nw + nr) * 32)
-            segs = np.frombuffer(raw, SEGMENT).copy()
-            yield int(rec.base_rec.id), int(rec.base_rec.rank), segs[:nw], segs[nw:]
-            be.libdutil.darshan_free(buf[0])
-            buf[0] = be.ffi.NULL   # NULL: the library allocates the next record
-    finally:
-        be.log_close(log)
+    with _c_stderr() as messages:
+        log = be.log_open(path)
+        rc, records = 0, 0
+        try:
+            idx = be.log_get_modules(log)[mod]["idx"]
+            ctype = be._structdefs[mod]
+            header = be.ffi.sizeof("struct dxt_file_record")
+            buf = be.ffi.new("void **")
+            while (rc := be.libdutil.darshan_log_get_record(log["handle"], idx, buf)) > 0:
+                rec = be.ffi.cast(ctype, buf)[0]
+                nw, nr = int(rec.write_count), int(rec.read_count)
+                raw = be.ffi.buffer(be.ffi.cast("char *", buf[0]) + header, (nw + nr) * 32)
+                segs = np.frombuffer(raw, SEGMENT).copy()
+                records += 1
+                yield int(rec.base_rec.id), int(rec.base_rec.rank), segs[:nw], segs[nw:]
+                be.libdutil.darshan_free(buf[0])
+                buf[0] = be.ffi.NULL   # NULL: the library allocates the next record
+        finally:
+            be.log_close(log)
+    if rc < 0 or _library_errors(messages):
+        job.damaged.append(f"the {mod} trace is damaged: read {records} records before "
+                           "an error; the timeline shows only those")
 
 
 def _segments_to_ops(segs, kind, rank, file_index, layer):
@@ -289,7 +348,13 @@ def _posix_ranks_from_dxt(job):
             info.posix_ranks = [int(r) for r in ranks]
 
 
-def _add_notes(job, report):
+def _add_notes(job, report, layout):
+    if layout.truncated and not job.damaged:
+        job.damaged.append(f"the log is shorter than its header says ({layout.size} of "
+                           f"{layout.expected} bytes)")
+    if layout.checked is False:
+        job.notes.append(f"Darshan log format {layout.version}: this reader cannot check "
+                         "it for truncation")
     for mod, desc in report.modules.items():
         if desc.get("partial_flag"):
             job.notes.append(f"partial data: Darshan ran out of memory for the {mod} "

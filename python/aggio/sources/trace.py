@@ -50,12 +50,17 @@ def load_traces(paths: list[str]) -> Job:
         job.files.append(_file_info(tr))
         job.notes.extend(f"{tr.path}: {w}" for w in tr.warnings)
         parts.append(_convert(tr, index, tr.clock_base - base))
-        if (tr.records["op"] == fmt.OP["set_view"]).any():
-            job.notes.append(f"{tr.path}: the program set a file view; MPI-IO "
-                             "offsets are in etypes of that view (byte offsets "
-                             "are exact at the POSIX layer only)")
+        views = tr.records[tr.records["op"] == fmt.OP["set_view"]]
+        if len(views) and not (views["flags"] & fmt.FLAG_VIEW_CONTIGUOUS).all():
+            job.notes.append(f"{tr.path}: the program set a non-contiguous file "
+                             "view; MPI-IO offsets under it are in etypes of that "
+                             "view (byte offsets are exact at the POSIX layer only)")
         job.nprocs = max(job.nprocs, tr.nranks)
         job.hints.update(tr.meta.get("hints") or {})
+        if not job.rank_node and tr.nranks:
+            job.rank_node = {r: int(n) for r, n in enumerate(tr.ranks["node"])}
+            job.node_names = [str(n) for n in tr.meta.get("nodes") or []]
+        job.fstype = job.fstype or str(tr.meta.get("fstype") or "")
     job.ops = np.concatenate(parts) if parts else np.zeros(0, OPS)
     _fill_stats(job)
     if len(job.ops):
@@ -184,11 +189,28 @@ def _convert(tr: fmt.Trace, file_index: int, shift: float) -> np.ndarray:
 
 
 def _byte_offsets(rec, api):
-    """API offsets are in etypes of the current view.  Without a set_view
-    record the view is the default (etype MPI_BYTE), so they are bytes;
-    otherwise the view's displacement and etype are not in the trace and the
-    API offsets are kept as they are (the POSIX layer has the bytes)."""
-    return rec["offset"].astype(np.int64)
+    """API offsets are in etypes of the view in effect.  A set_view record
+    holds the displacement (offset), the etype size (length) and a flag
+    (FLAG_VIEW_CONTIGUOUS) when the filetype is contiguous: then offset o is
+    byte disp + o * etype.  Other views map offsets through a filetype the
+    trace does not hold; their offsets are kept (the POSIX layer has the
+    bytes, and a note says so)."""
+    out = rec["offset"].astype(np.int64)
+    views = np.flatnonzero(rec["op"] == fmt.OP["set_view"])
+    if not len(views):
+        return out
+    data = api & np.isin(rec["op"], [fmt.OP[k] for k in
+                                     ("write_at", "read_at", "write_at_all", "read_at_all")])
+    for rank in np.unique(rec["rank"][views]):
+        mine = np.flatnonzero(rec["rank"] == rank)  # in completion order
+        disp, etype, contiguous = 0, 1, True
+        for i in mine:
+            if rec["op"][i] == fmt.OP["set_view"]:
+                disp, etype = int(rec["offset"][i]), max(int(rec["length"][i]), 1)
+                contiguous = bool(rec["flags"][i] & fmt.FLAG_VIEW_CONTIGUOUS)
+            elif data[i] and contiguous:
+                out[i] = disp + int(rec["offset"][i]) * etype
+    return out
 
 
 def _fill_stats(job: Job) -> None:

@@ -1,0 +1,305 @@
+#!/usr/bin/env python3
+"""Unit tests of bench/matrix's planning, figures and report (no MPI, no
+runs): the patterns' aggio-bench and IOR command lines, rank counts, the
+interleaved order, ratios against the best FPP and MPI-IO configurations,
+memory and 4 KiB call figures, targets, and the report's tables.
+
+  bench/tests/matrix_tests.py [-v]
+
+CTest runs it as bench.matrix.plan.  Nothing runs at import; main(argv)
+runs the tests.
+"""
+import datetime
+import os
+import sys
+import unittest
+
+
+def load():
+    """The matrixlib modules, from bench/ next to this directory."""
+    bench_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if bench_dir not in sys.path:
+        sys.path.insert(0, bench_dir)
+    from matrixlib import figures, plan, report
+    return plan, figures, report
+
+
+def opts(plan, mode="full", **over):
+    """plan.plan()'s options for a mode, as bench/matrix resolves them."""
+    m = plan.MODES[mode]
+    o = {"flavors": ["openmpi", "mpich"], "patterns": [p.name for p in plan.PATTERNS],
+         "ranks": dict(m["ranks"]), "base_ranks": dict(m["base_ranks"]),
+         "configs": m["configs"], "only": None, "bytes": m["bytes"],
+         "min_segments": m["min_segments"], "segments": {}, "dir": "/data",
+         "verify": False, "drop_caches": True}
+    o.update(over)
+    return o
+
+
+def flag(args, name):
+    return args[args.index(name) + 1]
+
+
+class Patterns(unittest.TestCase):
+    def setUp(self):
+        self.plan, _, _ = load()
+
+    def cells(self, pattern, **over):
+        groups = self.plan.plan(opts(self.plan, patterns=[pattern], **over))
+        return [c for g in groups for c in g]
+
+    def test_ior_hard_is_io500s_pattern_at_6000_calls(self):
+        for c in self.cells("ior-hard"):
+            b = c["bench"]
+            self.assertNotIn("--pattern", b)  # aggio-bench's default: segmented
+            self.assertEqual((flag(b, "-t"), flag(b, "-b")), ("47008", "47008"))
+            self.assertGreaterEqual(int(flag(b, "-s")), 6000)
+            self.assertTrue({"-w", "-r", "-e"} <= set(b))
+
+    def test_ior_hard_mpiio_reproduces_ior_command_line(self):
+        c = next(c for c in self.cells("ior-hard") if c["config"] == "MPIIO-romio" and c["np"] == 4)
+        self.assertEqual(c["ior"], ["mpiexec", "-n", "4", "ior", "-a", "MPIIO", "-c", "-t", "47008",
+                                    "-b", "47008", "-s", "6000", "-w", "-r", "-C", "-e"])
+        aggio = next(c for c in self.cells("ior-hard") if c["config"] == "AGGIO-auto" and c["np"] == 4)
+        self.assertEqual(aggio["ior"], c["ior"])  # the same calls, through aggio
+
+    def test_fpp_ior_command_line(self):
+        c = next(c for c in self.cells("ior-hard") if c["config"] == "FPP-odirect")
+        self.assertEqual(c["ior"][4:8], ["-a", "POSIX", "-F", "--posix.odirect"])
+
+    def test_segmented_1m_at_least_256_segments(self):
+        for c in self.cells("segmented-1m"):
+            b = c["bench"]
+            self.assertEqual((flag(b, "-t"), flag(b, "-b")), (str(1 << 20), str(1 << 20)))
+            self.assertGreaterEqual(int(flag(b, "-s")), 256)
+
+    def test_batched_records_have_no_ior_command_line(self):
+        for c in self.cells("strided-batched"):
+            self.assertIsNone(c["ior"])
+            self.assertEqual(flag(c["bench"], "--pattern"), "strided")
+            self.assertGreater(int(flag(c["bench"], "-b")), 47008)
+
+    def test_segments_override(self):
+        cells = self.cells("ior-hard", segments={"ior-hard": 30})
+        self.assertEqual({flag(c["bench"], "-s") for c in cells}, {"30"})
+
+    def test_small_mode_scales_ior_hard_by_bytes(self):
+        cells = self.cells("ior-hard", **{k: v for k, v in opts(self.plan, "small").items()
+                                          if k not in ("flavors", "patterns")})
+        self.assertEqual({flag(c["bench"], "-s") for c in cells},
+                         {str(128 * (1 << 20) // (4 * 47008))})
+
+    def test_4k_calls_fixed_call_count_writes_only(self):
+        cells = self.cells("4k-calls")
+        for c in cells:
+            b = c["bench"]
+            self.assertEqual((flag(b, "-t"), flag(b, "-b"), flag(b, "-s")), ("4096", "4096", "5000"))
+            self.assertNotIn("-r", b)
+            self.assertNotIn("-e", b)
+        names = {c["config"] for c in cells if c["flavor"] == "openmpi"}
+        self.assertIn("MPIIO-independent", names)
+        self.assertIn("MPIIO-romio", names)
+        self.assertFalse(any(n.startswith("FPP") for n in names))
+
+    def test_independent_mpiio_only_in_4k_calls(self):
+        self.assertFalse(any(c["config"] == "MPIIO-independent" for c in self.cells("ior-hard")))
+
+
+class Ranks(unittest.TestCase):
+    def setUp(self):
+        self.plan, _, _ = load()
+
+    def test_parse(self):
+        self.assertEqual(self.plan.parse_ranks(["openmpi=2,4,8", "mpich=2"]),
+                         {"openmpi": (2, 4, 8), "mpich": (2,)})
+        for bad in (["openmpi"], ["lam=2"], ["openmpi=0"], ["openmpi="]):
+            with self.assertRaises(ValueError):
+                self.plan.parse_ranks(bad)
+
+    def test_full_mode_rank_counts(self):
+        groups = self.plan.plan(opts(self.plan))
+        counts = {}
+        for g in groups:
+            counts.setdefault((g[0]["flavor"], g[0]["pattern"]), []).append(g[0]["np"])
+        self.assertEqual(counts[("openmpi", "ior-hard")], [2, 4, 8])
+        self.assertEqual(counts[("openmpi", "segmented-1m")], [2, 4, 8])
+        self.assertEqual(counts[("mpich", "ior-hard")], [2])
+        self.assertEqual(counts[("openmpi", "hacc-soa")], [4])
+        self.assertEqual(counts[("openmpi", "4k-calls")], [4])
+        self.assertEqual(counts[("mpich", "4k-calls")], [2])
+
+    def test_launcher(self):
+        groups = self.plan.plan(opts(self.plan, patterns=["ior-hard"]))
+        c = next(c for g in groups for c in g if c["config"] == "MPIIO-romio" and c["np"] == 8)
+        self.assertEqual(c["launch"], ["mpiexec", "-n", "8", "--oversubscribe", "--mca", "io",
+                                       "romio321"])
+        m = next(c for g in groups for c in g if c["flavor"] == "mpich")
+        self.assertEqual(m["launch"][:3], ["mpiexec.mpich", "-n", "2"])
+        self.assertFalse(any(c["config"].startswith("MPIIO-ompio") for g in groups for c in g
+                             if c["flavor"] == "mpich"))
+
+
+class Order(unittest.TestCase):
+    def setUp(self):
+        self.plan, _, _ = load()
+
+    def test_interleaved_every_repetition(self):
+        groups = self.plan.plan(opts(self.plan, patterns=["ior-hard", "hacc-aos"]))
+        sched = self.plan.schedule(groups, 3)
+        self.assertEqual(len(sched), 3 * sum(len(g) for g in groups))
+        pos = 0
+        for g in groups:
+            names = [c["config"] for c in g]
+            chunk = sched[pos:pos + 3 * len(g)]
+            self.assertEqual([c["config"] for _, c in chunk], names * 3)  # A B C, A B C, A B C
+            self.assertEqual([r for r, _ in chunk], [r for r in range(3) for _ in names])
+            pos += len(chunk)
+
+    def test_strategy_list_is_the_one_source(self):
+        aggio = [c.name for c in self.plan.CONFIGS if c.kind == "aggio"]
+        self.assertEqual(aggio, [f"AGGIO-{s}" for s in self.plan.AGGIO_STRATEGIES])
+        self.assertIn(self.plan.DEFAULT_AGGIO, aggio)
+
+
+def record(write=None, read=None, peak=(20000, 21000), base=(10000, 10000), data=(1 << 20,) * 2,
+           cb=16 << 20, calls=None, strategy="two_phase"):
+    """A JSON record of aggio-bench as the matrix reads it (one repetition)."""
+    rec = {"hints": {"cb_buffer_size": str(cb)}, "fs": {"type": "ext4"},
+           "mpi": {"flavor": "openmpi", "library": "Open MPI v4.1.4"},
+           "memory": {"peak_kib": list(peak), "baseline_kib": list(base),
+                      "data_bytes": list(data), "peak_kib_max": max(peak)},
+           "write": None, "read": None}
+    if write is not None:
+        rec["write"] = {"strategy": strategy, "reps": [
+            {"bw_durable_MiBps": write, "bw_buffered_MiBps": 2 * write, "write": 0.5}]}
+    if read is not None:
+        rec["read"] = {"strategy": strategy, "reps": [{"bw_MiBps": read}]}
+    if calls is not None:
+        rec["calls"] = {"write": calls, "read": 0, "mode": "explicit"}
+    return rec
+
+
+def result(pattern, config, kind, rep, rec, np=4, flavor="openmpi"):
+    cell = {"flavor": flavor, "np": np, "pattern": pattern, "config": config, "kind": kind,
+            "launch": ["mpiexec", "-n", str(np)], "bench": ["-w"], "ior": None, "layout": ["-s", "1"]}
+    return {"cell": cell, "rep": rep, "rc": 0, "seconds": 1.0, "record": rec,
+            "error": None if rec else "exit 1: boom"}
+
+
+# ior-hard, three repetitions: write, read medians below.
+IOR_HARD = {"FPP": ("fpp", [1000, 1200, 1100], [2000, 2100, 1900]),
+            "FPP-odirect": ("fpp", [1500, 1400, 1600], [2500, 2400, 2600]),
+            "POSIX": ("posix", [700, 800, 900], [900, 1000, 1100]),
+            "MPIIO-romio": ("mpiio", [400, 500, 600], [300, 350, 400]),
+            "MPIIO-ompio": ("mpiio", [200, 300, 250], [500, 450, 400]),
+            "AGGIO-auto": ("aggio", [750, 600, 900], [600, 500, 550]),
+            "AGGIO-two_phase": ("aggio", [800, 850, 820], [100, 150, 200])}
+
+
+def ior_hard_results():
+    out = []
+    for rep in range(3):
+        for name, (kind, w, r) in IOR_HARD.items():
+            out.append(result("ior-hard", name, kind, rep, record(w[rep], r[rep])))
+    return out
+
+
+class Figures(unittest.TestCase):
+    def setUp(self):
+        self.plan, self.fig, self.report = load()
+        self.groups = self.fig.summarize(ior_hard_results())
+        self.group = self.groups[("openmpi", 4, "ior-hard")]
+
+    def test_min_median_max(self):
+        self.assertEqual(self.group["AGGIO-auto"]["write"], (600, 750, 900))
+        self.assertEqual(self.group["MPIIO-ompio"]["read"], (400, 450, 500))
+        self.assertEqual(self.group["FPP"]["buffered"], (2000, 2200, 2400))
+
+    def test_references_are_the_best_of_their_kind(self):
+        w = self.fig.references(self.group, "write")
+        self.assertEqual(w["fpp"], (1500, "FPP-odirect"))
+        self.assertEqual(w["mpiio"], (500, "MPIIO-romio"))
+        self.assertEqual(w["peer"], (800, "POSIX"))
+        r = self.fig.references(self.group, "read")
+        self.assertEqual(r["fpp"], (2500, "FPP-odirect"))
+        self.assertEqual(r["mpiio"], (450, "MPIIO-ompio"))
+
+    def test_summary_ratios(self):
+        rows = {r["direction"]: r for r in self.fig.summary_rows(self.groups)}
+        self.assertAlmostEqual(rows["write"]["auto_mpiio"], 750 / 500)
+        self.assertAlmostEqual(rows["write"]["auto_fpp"], 750 / 1500)
+        self.assertEqual(rows["write"]["best_aggio_name"], "AGGIO-two_phase")
+        self.assertAlmostEqual(rows["write"]["best_mpiio"], 820 / 500)
+        self.assertAlmostEqual(rows["read"]["auto_mpiio"], 550 / 450)
+
+    def test_targets(self):
+        t = {(x["what"]): x for x in self.fig.targets(self.groups)}
+        w = t["durable write ≥ 1.5× best MPI-IO"]
+        self.assertAlmostEqual(w["value"], 1.5)
+        self.assertEqual(w["state"], "met")
+        self.assertEqual(t["durable write ≥ 0.8× FPP O_DIRECT"]["state"], "**MISSED**")
+        self.assertEqual(t["cold-cache read ≥ 1.2× best MPI-IO"]["state"], "met")
+        self.assertEqual(t["durable write ≥ 0.95× best peer"]["state"], "**MISSED**")
+        self.assertNotIn("durable write ≥ 0.9× FPP O_DIRECT", t)  # segmented-1m only
+
+    def test_memory_within_allowance(self):
+        m = self.group["AGGIO-auto"]["memory"]
+        # growth 11000 KiB on rank 1; allowance 2 × 16 MiB + 1 MiB = 33792 KiB
+        self.assertEqual(m, (11000, 33792))
+        t = [x for x in self.fig.targets(self.groups) if x["what"].startswith("peak RSS")]
+        self.assertEqual(t[0]["state"], "met")
+        self.assertEqual(self.group["AGGIO-auto"]["peak_kib"], 21000)
+
+    def test_memory_over_allowance(self):
+        rec = record(100, 100, peak=(10000 + 40000, 20000), cb=1 << 20)
+        self.assertEqual(self.fig.memory_overhead(rec), (40000, 3072))
+
+    def test_failed_repetition_counts(self):
+        results = ior_hard_results() + [result("ior-hard", "AGGIO-auto", "aggio", 3, None)]
+        s = self.fig.summarize(results)[("openmpi", 4, "ior-hard")]["AGGIO-auto"]
+        self.assertEqual((s["ok"], s["runs"]), (3, 4))
+        self.assertEqual(s["errors"], ["exit 1: boom"])
+
+    def test_4k_calls(self):
+        results = []
+        for rep, (mpiio, aggio) in enumerate([(40000, 10000), (50000, 20000), (60000, 15000)]):
+            results.append(result("4k-calls", "MPIIO-romio", "mpiio", rep,
+                                  record(1, calls=mpiio // 2)))
+            results.append(result("4k-calls", "AGGIO-auto", "aggio", rep,
+                                  record(1, calls=aggio // 2)))
+        groups = self.fig.summarize(results)
+        m = self.fig.micro_rows(groups)[0]
+        rows = {r["config"]: r for r in m["rows"]}
+        self.assertEqual(rows["MPIIO-romio"]["calls_per_s"], (40000, 50000, 60000))
+        self.assertAlmostEqual(rows["AGGIO-auto"]["us_per_call"], 1e6 / 15000)
+        self.assertAlmostEqual(rows["AGGIO-auto"]["cost_vs_mpiio"], 50000 / 15000)
+        t = self.fig.micro_targets(groups)[0]
+        self.assertEqual((t["against"], t["state"]), ("MPIIO-romio", "**MISSED**"))
+
+
+class Report(unittest.TestCase):
+    def test_sections(self):
+        plan, fig, report = load()
+        results = ior_hard_results()
+        for r in results:
+            r["cell"]["ior"] = ["mpiexec", "-n", "4", "ior", "-a", "MPIIO", "-c", "-t", "47008"]
+        info = {"mode": "full", "started": datetime.datetime(2026, 1, 1), "elapsed": 60.0,
+                "dir": "/data", "ranks": {"openmpi": (2, 4, 8)}, "base_ranks": {"openmpi": (4,)},
+                "bytes": 1 << 29, "reps": 3, "dropped": True, "settle": 2.0, "drop_caches": True,
+                "verify": False, "argv": [], "json_rel": "bench-full.jsonl"}
+        text = report.report(info, results, ["notes here"])
+        for part in ("## Patterns and the IOR command lines they reproduce",
+                     "`mpiexec -n 4 ior -a MPIIO -c -t 47008`", "## Targets",
+                     "## aggio against the references", "## Every configuration",
+                     "### openmpi, 4 ranks, ior-hard", "| AGGIO-auto | 600 / 750 / 900 | 0.50× | 1.50× |",
+                     "A B C, A B C", "notes here", "## Commands"):
+            self.assertIn(part, text)
+
+
+def main(argv):
+    prog = unittest.main(module=__name__, argv=["matrix_tests"] + argv, exit=False)
+    return 0 if prog.result.wasSuccessful() else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

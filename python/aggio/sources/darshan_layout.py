@@ -1,0 +1,83 @@
+"""Is a Darshan log whole?  Reads the log's fixed header (no PyDarshan) and
+compares the regions it promises with the file's size.
+
+A Darshan log is a header, the job record, the name records, then each
+module's (compressed) records, written in that order; the header holds the
+offset and length of the name region and of every module region.  A log cut
+short keeps a prefix: the regions past the cut are lost and the one the cut
+falls in is damaged.  Asking libdarshan-util to read such a region prints C
+errors, returns zeros or aborts the process, so the reader checks first and
+reads only whole regions.
+
+Header layouts (darshan-log-format.h): up to format 3.21, 16 module slots and
+a 4-byte partial flag; from 3.41 on, 64 slots and an 8-byte flag.
+"""
+from __future__ import annotations
+
+import os
+import struct
+from dataclasses import dataclass, field
+
+MAGIC = 6567223
+# version prefix -> (offset of the name map, number of module slots)
+_LAYOUTS = {"3.0": (24, 16), "3.1": (24, 16), "3.2": (24, 16), "3.4": (32, 64), "3.5": (32, 64)}
+
+
+@dataclass
+class Layout:
+    version: str
+    size: int                        # bytes in the file
+    expected: int = 0                # bytes the header promises (0: not checked)
+    job_whole: bool = True
+    names_whole: bool = True
+    module_ends: dict = field(default_factory=dict)   # module slot -> end offset
+    checked: bool = False
+
+    @property
+    def truncated(self) -> bool:
+        return self.checked and self.size < self.expected
+
+    def slot_whole(self, slot: int) -> bool:
+        end = self.module_ends.get(slot)
+        return end is None or end <= self.size
+
+
+def looks_like_darshan(path: str) -> bool:
+    """True when the file starts as a Darshan 3 log (version text, magic)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(16)
+    except OSError:
+        return False
+    return len(head) == 16 and head[:2] == b"3." and \
+        struct.unpack_from("<q", head, 8)[0] == MAGIC
+
+
+def read_layout(path: str) -> Layout | None:
+    """The header's promises, or None when the file is not a Darshan 3 log."""
+    size = os.path.getsize(path)
+    with open(path, "rb") as f:
+        head = f.read(48 + 64 * 20)
+    if len(head) < 16 or struct.unpack_from("<q", head, 8)[0] != MAGIC:
+        return None
+    version = head[:8].split(b"\0")[0].decode("ascii", "replace")
+    layout = Layout(version=version, size=size)
+    fmt = _LAYOUTS.get(version[:3])
+    if fmt is None:
+        return layout                # a format this reader does not know: unchecked
+    name_at, slots = fmt
+    header_end = name_at + 16 + slots * 16 + slots * 4
+    if len(head) < header_end:
+        layout.checked, layout.expected = True, header_end
+        layout.job_whole = layout.names_whole = False
+        return layout
+    name_off, name_len = struct.unpack_from("<QQ", head, name_at)
+    for slot in range(slots):
+        off, length = struct.unpack_from("<QQ", head, name_at + 16 + 16 * slot)
+        if length:
+            layout.module_ends[slot] = off + length
+    layout.checked = True
+    layout.expected = max([name_off + name_len, *layout.module_ends.values()])
+    layout.job_whole = size >= name_off
+    layout.names_whole = size >= name_off + name_len
+    return layout

@@ -1,0 +1,402 @@
+/*
+ * engine.c - runs data-access operations (engine.h): the steps every
+ * collective operation shares (summarize and agree on the arguments,
+ * choose the strategy, flush data another strategy holds, make the
+ * strategy's per-file state, agree on the outcome), the loop that runs
+ * steps and waits for what they posted, and the phase timers, which see
+ * every step and every wait so that the phases account for the calls'
+ * whole time.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+
+void aggio__op_account(struct aggio__op *op, int phase) {
+  if (!op->fh->stats)
+    return;
+  double t = aggio__now();
+  aggio__phase_add(op->fh->stats, (enum aggio__phase)phase, t - op->t_mark);
+  op->t_mark = t;
+}
+
+void aggio__op_reassign(struct aggio__op *op, int to, double seconds) {
+  if (!op->fh->stats || seconds <= 0)
+    return;
+  aggio__phase_add(op->fh->stats, (enum aggio__phase)to, seconds);
+  aggio__phase_add(op->fh->stats, (enum aggio__phase)op->step_phase, -seconds);
+}
+
+/* ---- MPI requests of the pending step ---------------------------------------- */
+
+MPI_Request *aggio__op_request(struct aggio__op *op) {
+  if (op->nreq == op->req_cap) {
+    int cap = op->req_cap ? 2 * op->req_cap : 8;
+    MPI_Request *r = realloc(op->req, (size_t)cap * sizeof *r);
+    if (r)
+      op->req = r;
+    MPI_Status *st = r ? realloc(op->stat, (size_t)cap * sizeof *st) : NULL;
+    if (!st)
+      return NULL;
+    op->stat = st;
+    op->req_cap = cap;
+  }
+  op->req[op->nreq] = MPI_REQUEST_NULL;
+  return &op->req[op->nreq++];
+}
+
+void aggio__op_note(struct aggio__op *op, int rc, const char *what) {
+  if (rc != 0)
+    aggio__fail(&op->err, rc, "rank %d: %s failed: %s", op->fh->rank, what,
+                aggio_strerror(rc));
+}
+
+/* A request slot for a posted collective, or NULL when the collective
+ * runs blocking: in a blocking operation, or when there is no memory for
+ * the request list (blocking is always allowed). */
+static MPI_Request *slot_or_block(struct aggio__op *op) {
+  MPI_Request *r = op->blocking ? NULL : aggio__op_request(op);
+  if (!r)
+    op->blocking = 1;
+  return r;
+}
+
+/* Before a collective: the step's time so far is its own. */
+static void closing(struct aggio__op *op) { aggio__op_account(op, op->step_phase); }
+
+/* After a collective was posted (r) or ran (blocking: its time is the
+ * waiting phase's). */
+static int posted(struct aggio__op *op, MPI_Request *r, int mpi_rc, const char *what,
+                  int phase) {
+  if (mpi_rc != MPI_SUCCESS)
+    aggio__op_note(op, AGGIO_ERR_MPI, what);
+  if (r && mpi_rc == MPI_SUCCESS) {
+    op->wait_phase = phase;
+    return AGGIO_STEP_PENDING;
+  }
+  aggio__op_account(op, phase);
+  return AGGIO_STEP_NEXT;
+}
+
+int aggio__op_allreduce(struct aggio__op *op, const void *in, void *out, int count,
+                        MPI_Datatype type, MPI_Op mop, MPI_Comm comm, int phase) {
+  MPI_Request *r = slot_or_block(op);
+  closing(op);
+  int rc = r ? MPI_Iallreduce(in, out, count, type, mop, comm, r)
+             : MPI_Allreduce(in, out, count, type, mop, comm);
+  return posted(op, r, rc, "MPI_Allreduce", phase);
+}
+
+int aggio__op_alltoall(struct aggio__op *op, const void *in, void *out, int count,
+                       MPI_Datatype type, int phase) {
+  MPI_Request *r = slot_or_block(op);
+  MPI_Comm c = op->fh->comm;
+  closing(op);
+  int rc = r ? MPI_Ialltoall(in, count, type, out, count, type, c, r)
+             : MPI_Alltoall(in, count, type, out, count, type, c);
+  return posted(op, r, rc, "MPI_Alltoall", phase);
+}
+
+int aggio__op_alltoallv(struct aggio__op *op, const void *in, const int *scount,
+                        const int *sdisp, void *out, const int *rcount, const int *rdisp,
+                        MPI_Datatype type, int phase) {
+  MPI_Request *r = slot_or_block(op);
+  MPI_Comm c = op->fh->comm;
+  closing(op);
+  int rc = r ? MPI_Ialltoallv(in, scount, sdisp, type, out, rcount, rdisp, type, c, r)
+             : MPI_Alltoallv(in, scount, sdisp, type, out, rcount, rdisp, type, c);
+  return posted(op, r, rc, "MPI_Alltoallv", phase);
+}
+
+int aggio__op_barrier(struct aggio__op *op, MPI_Comm comm, int phase) {
+  MPI_Request *r = slot_or_block(op);
+  closing(op);
+  int rc = r ? MPI_Ibarrier(comm, r) : MPI_Barrier(comm);
+  return posted(op, r, rc, "MPI_Barrier", phase);
+}
+
+int aggio__op_await_requests(struct aggio__op *op, int phase) {
+  op->wait_phase = phase;
+  return op->nreq > 0 ? AGGIO_STEP_PENDING : AGGIO_STEP_NEXT;
+}
+
+int aggio__op_await(struct aggio__op *op, int (*test)(struct aggio__op *),
+                    void (*block)(struct aggio__op *), int phase) {
+  if (test(op))
+    return AGGIO_STEP_NEXT;
+  op->test = test;
+  op->block = block;
+  op->wait_phase = phase;
+  return AGGIO_STEP_PENDING;
+}
+
+/* ---- what a pending step waits for --------------------------------------------- */
+
+static int mpi_ready(struct aggio__op *op) {
+  int flag = 1;
+  if (op->nreq > 0 && MPI_Testall(op->nreq, op->req, &flag, op->stat) != MPI_SUCCESS)
+    aggio__op_note(op, AGGIO_ERR_MPI, "MPI_Testall");
+  return flag;
+}
+
+static void collect_batch(struct aggio__op *op) {
+  if (op->batch.err.code != 0 && op->err.code == 0)
+    op->err = op->batch.err;
+  op->batch.err.code = 0;
+}
+
+/* 1 when what the pending step posted has completed; the waits are then
+ * cleared for the next step. */
+static int ready(struct aggio__op *op) {
+  if (op->nreq > 0 && !mpi_ready(op))
+    return 0;
+  op->nreq = 0;
+  if (op->batch.pending > 0 && !aggio__batch_done(op->fh->pool, &op->batch))
+    return 0;
+  collect_batch(op);
+  if (op->test && !op->test(op))
+    return 0;
+  op->test = NULL;
+  op->block = NULL;
+  return 1;
+}
+
+static void block_pending(struct aggio__op *op) {
+  if (op->nreq > 0 && MPI_Waitall(op->nreq, op->req, op->stat) != MPI_SUCCESS)
+    aggio__op_note(op, AGGIO_ERR_MPI, "MPI_Waitall");
+  op->nreq = 0;
+  aggio__op_account(op, op->wait_phase);
+  if (op->batch.pending > 0) {
+    aggio__batch_wait(op->fh->pool, &op->batch);
+    aggio__op_account(op, AGGIO_P_IO_WAIT);
+  }
+  collect_batch(op);
+  if (op->block)
+    op->block(op);
+  aggio__op_account(op, op->wait_phase);
+  op->test = NULL;
+  op->block = NULL;
+}
+
+/* ---- the loop ---------------------------------------------------------------------- */
+
+int aggio__op_progress(struct aggio__op *op) {
+  while (op->next) {
+    aggio__step_fn step = op->next;
+    op->step_phase = op->wait_phase = op->phase;
+    int rc = step(op);
+    aggio__op_account(op, op->step_phase);
+    if (rc == AGGIO_STEP_PENDING) {
+      int ok = ready(op);
+      aggio__op_account(op, op->wait_phase);
+      if (!ok)
+        return 0;
+    }
+  }
+  return 1;
+}
+
+void aggio__op_wait(struct aggio__op *op) {
+  while (!aggio__op_progress(op))
+    block_pending(op);
+}
+
+void aggio__op_free(struct aggio__op *op) {
+  if (op->sdata_free)
+    op->sdata_free(op);
+  op->sdata = NULL;
+  op->sdata_free = NULL;
+  free(op->req);
+  free(op->stat);
+  op->req = NULL;
+  op->stat = NULL;
+  op->nreq = op->req_cap = 0;
+}
+
+/* ---- the shared steps of a collective operation ------------------------------------- */
+
+static int step_summarize(struct aggio__op *op);
+static int step_decide(struct aggio__op *op);
+static int step_flush(struct aggio__op *op);
+static int step_after_flush(struct aggio__op *op);
+static int step_init(struct aggio__op *op);
+static int step_independent(struct aggio__op *op);
+
+void aggio__op_init(struct aggio__op *op, aggio_file fh, int collective, int blocking) {
+  op->fh = fh;
+  op->t_mark = fh->stats ? aggio__now() : 0.0;
+  op->collective = collective;
+  op->blocking = blocking;
+  op->eof = INT64_MAX;
+  if (collective)
+    aggio__then(op, step_summarize, AGGIO_P_AGREE);
+  else
+    aggio__then(op, step_independent, AGGIO_P_WRITE);
+}
+
+/* Strategies that keep data between calls say what they hold, and report
+ * a deferred failure (an earlier write-behind that failed) as this rank's
+ * error, so that the agreement below spreads it. */
+static void contributions(aggio_file fh, struct aggio__call_summary *mine,
+                          struct aggio__err *e) {
+  for (int i = 0; i < AGGIO_NSTRATEGIES; i++) {
+    const struct aggio__strategy_ops *s = aggio__strategy_at(i);
+    if (s && s->contribute && (fh->strategy_ready & (1u << i)))
+      s->contribute(fh, fh->strategy_state[i], mine, e);
+  }
+}
+
+static int step_summarize(struct aggio__op *op) {
+  aggio_file fh = op->fh;
+  struct aggio__err held = {0};
+  struct aggio__call_summary c = {.held_lo = INT64_MAX};
+  contributions(fh, &c, &held);
+  if (held.code != 0 && op->err.code == 0)
+    op->err = held;
+  aggio__summary_mine(&op->mine, &op->acc.file, op->acc.nbytes,
+                      aggio__err_encode(op->err.code, fh->rank),
+                      c.flags | (fh->opened ? 0 : AGGIO_SF_NOT_OPENED) |
+                          (fh->wrote_alone ? AGGIO_SF_INDEPENDENT : 0));
+  fh->wrote_alone = 0;
+  op->mine.held_lo = c.held_lo;
+  op->mine.held_hi = c.held_hi;
+  aggio__then(op, step_decide, AGGIO_P_PLAN);
+  return aggio__op_allreduce(op, &op->mine, &op->sum, 1, fh->summary_type,
+                             fh->summary_op, fh->comm, AGGIO_P_AGREE);
+}
+
+/* The outcome of a reduction of encoded errors (the summary's, or the
+ * final agreement's): 1 when some rank failed. */
+static int failed(struct aggio__op *op, int64_t agreed) {
+  return aggio__err_decode(agreed, &op->err) != 0;
+}
+
+static const struct aggio__strategy_ops *choose(struct aggio__op *op) {
+  aggio_file fh = op->fh;
+  const struct aggio__strategy_ops *s = fh->strategy;
+  char why[160] = "";
+  if (s->choose)
+    s = s->choose(fh, op, why, sizeof why);
+  fh->strategy_used = s->name;
+  if (fh->stats && why[0])
+    snprintf(fh->stats->auto_choice, sizeof fh->stats->auto_choice, "%s: %s", s->name, why);
+  return s;
+}
+
+static int step_decide(struct aggio__op *op) {
+  if (op->err.code == 0 && failed(op, op->sum.err))
+    return aggio__then(op, NULL, AGGIO_P_AGREE); /* bad arguments: nothing moves */
+  if (op->err.code != 0) /* an MPI failure of the reduction itself */
+    return aggio__then(op, NULL, AGGIO_P_AGREE);
+  op->strategy = choose(op);
+  /* Data another strategy keeps (write-behind) reaches the file first; a
+   * strategy that keeps data itself (it has a flush) handles it itself. */
+  if ((op->sum.flags & (AGGIO_SF_CACHE_DIRTY | AGGIO_SF_CACHE_CLEAN)) && !op->strategy->flush)
+    return aggio__then(op, step_flush, AGGIO_P_IO_WAIT);
+  return aggio__then(op, step_init, AGGIO_P_PLAN);
+}
+
+/* Every node writes out (and forgets) what it holds, and all agree on it
+ * before the new strategy touches the file. */
+static int step_flush(struct aggio__op *op) {
+  aggio__flush_local(op->fh, &op->err);
+  op->agreed[0] = aggio__err_encode(op->err.code, op->fh->rank);
+  aggio__then(op, step_after_flush, AGGIO_P_AGREE);
+  return aggio__op_allreduce(op, MPI_IN_PLACE, op->agreed, 1, MPI_INT64_T, MPI_MIN,
+                             op->fh->comm, AGGIO_P_AGREE);
+}
+
+static int step_after_flush(struct aggio__op *op) {
+  if (op->err.code == 0 && failed(op, op->agreed[0]))
+    return aggio__then(op, NULL, AGGIO_P_AGREE);
+  return aggio__then(op, op->err.code ? NULL : step_init, AGGIO_P_PLAN);
+}
+
+/* The strategy's per-file state, made at its first operation on the file
+ * (collectively: every rank chose the same strategy from the same
+ * summary), and agreed on before it is used. */
+static int make_state(struct aggio__op *op) {
+  aggio_file fh = op->fh;
+  const struct aggio__strategy_ops *s = op->strategy;
+  unsigned bit = 1u << s->id;
+  if (!s->init || (fh->strategy_ready & bit))
+    return 0;
+  s->init(fh, &fh->strategy_state[s->id], &op->err);
+  fh->strategy_ready |= bit;
+  if (aggio__agree(fh->comm, &op->err) != 0) {
+    if (s->fini)
+      s->fini(fh, fh->strategy_state[s->id]);
+    fh->strategy_state[s->id] = NULL;
+    fh->strategy_ready &= ~bit;
+    fh->strategy_refused |= bit;
+  }
+  return op->err.code;
+}
+
+static int step_init(struct aggio__op *op) {
+  if (make_state(op) != 0)
+    return aggio__then(op, NULL, AGGIO_P_AGREE);
+  aggio__then(op, NULL, AGGIO_P_PLAN);
+  return op->strategy->start(op);
+}
+
+static int step_outcome(struct aggio__op *op) {
+  if (op->err.code == 0)
+    failed(op, op->agreed[0]);
+  else
+    op->err.code = aggio__err_decode(op->agreed[0], &op->err);
+  if (op->agreed[1] < op->eof)
+    op->eof = op->agreed[1];
+  return aggio__then(op, NULL, AGGIO_P_AGREE);
+}
+
+int aggio__step_agree_outcome(struct aggio__op *op) {
+  op->agreed[0] = aggio__err_encode(op->err.code, op->fh->rank);
+  op->agreed[1] = op->eof;
+  aggio__then(op, step_outcome, AGGIO_P_AGREE);
+  return aggio__op_allreduce(op, MPI_IN_PLACE, op->agreed, 2, MPI_INT64_T, MPI_MIN,
+                             op->fh->comm, AGGIO_P_AGREE);
+}
+
+/* ---- independent operations ------------------------------------------------------- */
+
+/* Before an independent access, strategies holding data of this node make
+ * the touched bytes consistent (MPI's rule for one process's own
+ * accesses); then the reference data path runs. */
+static int step_independent(struct aggio__op *op) {
+  aggio_file fh = op->fh;
+  if (op->err.code != 0 || op->acc.nbytes == 0)
+    return aggio__then(op, NULL, AGGIO_P_WRITE);
+  for (int i = 0; i < AGGIO_NSTRATEGIES && op->err.code == 0; i++) {
+    const struct aggio__strategy_ops *s = aggio__strategy_at(i);
+    if (s && s->before_independent && (fh->strategy_ready & (1u << i)))
+      s->before_independent(fh, fh->strategy_state[i], &op->acc, &op->err);
+  }
+  if (op->err.code != 0)
+    return aggio__then(op, NULL, AGGIO_P_WRITE);
+  fh->wrote_alone |= op->acc.is_write;
+  return aggio__then(op, aggio__independent_io, op->acc.is_write ? AGGIO_P_WRITE : AGGIO_P_READ);
+}
+
+/* ---- flushing ---------------------------------------------------------------------- */
+
+int aggio__flush_local(aggio_file fh, struct aggio__err *e) {
+  for (int i = 0; i < AGGIO_NSTRATEGIES; i++) {
+    const struct aggio__strategy_ops *s = aggio__strategy_at(i);
+    if (s && s->flush && (fh->strategy_ready & (1u << i)))
+      s->flush(fh, fh->strategy_state[i], e);
+  }
+  return e->code;
+}
+
+int aggio__flush_all(aggio_file fh, struct aggio__err *e) {
+  aggio__flush_local(fh, e);
+  return aggio__agree(fh->comm, e);
+}
+
+struct aggio__pool *aggio__file_pool(aggio_file fh) {
+  if (!fh->pool)
+    fh->pool = aggio__pool_new();
+  return fh->pool;
+}

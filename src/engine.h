@@ -1,0 +1,150 @@
+/*
+ * engine.h - the collective engine: one object per data access, driven
+ * through its life by small step functions that never block unless the
+ * operation is blocking.  docs/engine.md tells the whole story.
+ *
+ * The life of a collective operation (io.c makes it, engine.c runs it):
+ *   prepare     arguments checked, view mapped, memory packed (io.c)
+ *   summarize   one reduction over all ranks carries every rank's argument
+ *               error, deferred error (write-behind) and range: the
+ *               arguments are agreed before anything moves
+ *   choose      the strategy (auto picks from the agreed summary)
+ *   flush       when another strategy still holds data of the file
+ *   init        the strategy's per-file state, at its first operation
+ *   strategy    the strategy's own steps: plan, exchange, file I/O
+ *   agree       the outcome (and end of file for reads), on every rank;
+ *               write-behind returns earlier and reports later
+ * A blocking call is "start, then wait": the same steps, with collectives
+ * that block instead of being posted (they are faster when blocking).
+ *
+ * A step returns AGGIO_STEP_NEXT to run op->next at once, or
+ * AGGIO_STEP_PENDING when op->next must wait for what the step posted:
+ * MPI requests (op->req), I/O jobs (op->batch) or a strategy condition
+ * (op->test / op->block).  Like libuv's uv_fs_t (one request type for
+ * synchronous and asynchronous calls) and ROMIO's ad_iwrite_coll.c (a state
+ * machine advanced by MPI test calls).
+ */
+#ifndef AGGIO_ENGINE_H
+#define AGGIO_ENGINE_H
+
+#include "internal.h"
+#include "pool.h"
+
+enum { AGGIO_STEP_NEXT = 0, AGGIO_STEP_PENDING = 1 };
+
+/* Summary flags (aggio__op.sum.flags, OR over ranks). */
+#define AGGIO_SF_CACHE_DIRTY 1 /* a node holds written data not yet in the file */
+#define AGGIO_SF_CACHE_CLEAN 2 /* a node holds data it read (read-ahead) */
+#define AGGIO_SF_NOT_OPENED 4  /* a rank did not open the file (romio_no_indep_rw) */
+#define AGGIO_SF_INDEPENDENT 8 /* a rank wrote independently since its last collective call */
+
+struct aggio__op;
+typedef int (*aggio__step_fn)(struct aggio__op *op);
+
+struct aggio__op {
+  aggio_file fh;
+  struct aggio__access acc;     /* this rank's ranges and data stream */
+  struct aggio__err err;        /* this rank's error, then the agreed one */
+  int collective;
+  int blocking;                 /* collectives may block (a blocking call) */
+  const struct aggio__strategy_ops *strategy; /* the strategy running it */
+  void *sdata;                  /* the strategy's state for this operation */
+  void (*sdata_free)(struct aggio__op *op); /* frees sdata at completion */
+
+  aggio__step_fn next;          /* next step; NULL once complete */
+  int phase;                    /* enum aggio__phase the next step accounts to */
+  int wait_phase;               /* phase of what the pending step waits for */
+  int step_phase;               /* phase of the step now running */
+  double t_mark;                /* timers: where the time already counted ends */
+
+  /* what the pending step waits for */
+  MPI_Request *req;
+  MPI_Status *stat;             /* req_cap entries (MPICH's headers warn on
+                                 * MPI_STATUSES_IGNORE) */
+  int nreq, req_cap;
+  struct aggio__batch batch;    /* I/O jobs of this operation (pool.h) */
+  int (*test)(struct aggio__op *op);  /* strategy condition: 1 when ready */
+  void (*block)(struct aggio__op *op); /* waits until test would be 1 */
+
+  struct aggio__call_summary mine, sum; /* this rank's, and the agreed one */
+  int64_t agreed[2];            /* outcome reduction: encoded error, end of file */
+  int64_t eof;                  /* reads: smallest end of file a short read saw */
+  double t_phase;               /* start of the step or wait being timed */
+};
+
+/* Timers: counts the time since the last count to `phase` (the calls'
+ * time is tiled: every interval goes to the phase that ran in it). */
+void aggio__op_account(struct aggio__op *op, int phase);
+/* Moves `seconds` of the running step's time to another phase (a wait the
+ * step measured itself). */
+void aggio__op_reassign(struct aggio__op *op, int to, double seconds);
+
+/* Sets op up for a collective or independent access (io.c fills acc and
+ * err first; err may already hold this rank's argument error). */
+void aggio__op_init(struct aggio__op *op, aggio_file fh, int collective, int blocking);
+/* Runs steps while they can run; 1 when the operation is complete. */
+int aggio__op_progress(struct aggio__op *op);
+/* Runs the operation to completion, blocking where it must. */
+void aggio__op_wait(struct aggio__op *op);
+/* Frees what the operation holds (not acc: io.c owns it). */
+void aggio__op_free(struct aggio__op *op);
+
+/* ---- for strategies ---------------------------------------------------------- */
+
+/* Sets the next step and the phase its time counts to. */
+static inline int aggio__then(struct aggio__op *op, aggio__step_fn next, int phase) {
+  op->next = next;
+  op->phase = phase;
+  return AGGIO_STEP_NEXT;
+}
+
+/* The last step of a strategy that agrees on the outcome: a reduction of
+ * the error (and, for reads, of the end of file). */
+int aggio__step_agree_outcome(struct aggio__op *op);
+
+/* A slot for one more MPI request of the pending step (grows op->req). */
+MPI_Request *aggio__op_request(struct aggio__op *op);
+
+/* Collectives that block in a blocking operation and are posted otherwise;
+ * either way op->next runs once they complete, and the time spent waiting
+ * for them counts to `phase`.  They return the step code (AGGIO_STEP_NEXT
+ * or AGGIO_STEP_PENDING) and record an MPI failure in op->err. */
+int aggio__op_allreduce(struct aggio__op *op, const void *in, void *out, int count,
+                        MPI_Datatype type, MPI_Op mop, MPI_Comm comm, int phase);
+int aggio__op_alltoall(struct aggio__op *op, const void *in, void *out, int count,
+                       MPI_Datatype type, int phase);
+int aggio__op_alltoallv(struct aggio__op *op, const void *in, const int *scount,
+                        const int *sdisp, void *out, const int *rcount, const int *rdisp,
+                        MPI_Datatype type, int phase);
+int aggio__op_barrier(struct aggio__op *op, MPI_Comm comm, int phase);
+/* Waits (pending) for the requests already posted with aggio__op_request. */
+int aggio__op_await_requests(struct aggio__op *op, int phase);
+/* Waits (pending) until test(op) holds; block(op) waits for it. */
+int aggio__op_await(struct aggio__op *op, int (*test)(struct aggio__op *),
+                    void (*block)(struct aggio__op *), int phase);
+
+/* The reference data path (strategy_independent.c): every rank reads or
+ * writes its own ranges; the step of independent calls too. */
+int aggio__independent_io(struct aggio__op *op);
+
+/* Records a failure of the local side of a step; the steps keep running so
+ * that no peer waits, and the outcome agreement spreads it. */
+void aggio__op_note(struct aggio__op *op, int rc, const char *what);
+
+/* Reads: a short read at file offset `end` means the file ends there. */
+static inline void aggio__op_saw_eof(struct aggio__op *op, int64_t end) {
+  if (end < op->eof)
+    op->eof = end;
+}
+
+/* The file's pool (made at first use); NULL when threads cannot start. */
+struct aggio__pool *aggio__file_pool(aggio_file fh);
+
+/* Flushes every strategy's held data on this rank's node (local part of a
+ * collective flush: the caller agrees). */
+int aggio__flush_local(aggio_file fh, struct aggio__err *e);
+
+/* Collective: the flush above followed by the agreement. */
+int aggio__flush_all(aggio_file fh, struct aggio__err *e);
+
+#endif

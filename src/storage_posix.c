@@ -1,0 +1,484 @@
+/*
+ * storage_posix.c - the POSIX back end of the storage edge (storage.h):
+ * open/pread/pwrite/fsync/ftruncate/fcntl on a local or parallel file
+ * system, with short transfers, EINTR, direct I/O, statistics and the trace
+ * handled here once.
+ *
+ * Direct I/O: a write (or read) whose caller allows it (AGGIO_IO_DIRECT_OK)
+ * sends its aligned middle through a second descriptor opened with
+ * O_DIRECT when that middle is at least AGGIO_DIO_MIN bytes: measured here,
+ * a 1 MiB O_DIRECT write reaches the device's speed while 128 KiB ones run
+ * at 40% of it, and every direct write waits for the device.  Head and tail
+ * stay buffered.  Memory that is not aligned to the file system's direct-I/O
+ * unit goes through a bounce buffer taken from a locked per-file list, so
+ * that I/O threads never share one.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* Below this many aligned bytes a direct transfer costs more than it saves. */
+#define AGGIO_DIO_MIN (1 << 20)
+/* Size of one bounce buffer for unaligned memory. */
+#define AGGIO_BOUNCE (8 << 20)
+
+struct bounce {
+  struct bounce *next;
+  char *buf;
+};
+
+struct posix {
+  int fd;              /* buffered descriptor, -1 when this rank did not open */
+  int fd_direct;       /* O_DIRECT descriptor, or -1 */
+  pthread_mutex_t lock;
+  struct bounce *free_bounces; /* idle bounce buffers */
+};
+
+static struct posix *px(aggio_file fh) { return fh->store_state; }
+
+/* ---- statistics and trace --------------------------------------------------- */
+
+/* I/O threads write too, so counters are added atomically. */
+static void add(int64_t *p, int64_t v) { __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
+
+static void add_time(double *p, double v) {
+  double old, new;
+  __atomic_load(p, &old, __ATOMIC_RELAXED);
+  do
+    new = old + v;
+  while (!__atomic_compare_exchange(p, &old, &new, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+}
+
+static int64_t align_unit(aggio_file fh) {
+  int64_t su = fh->hints.striping_unit.num;
+  return su > 0 ? su : fh->block;
+}
+
+/* Counts one system call.  Time of I/O threads working behind the calls is
+ * kept apart: it overlaps the application and the calls' own phases. */
+static void note(aggio_file fh, int is_write, int64_t off, int64_t len, int direct,
+                 double t0, int flags) {
+  double t1 = (fh->trace || fh->stats) ? aggio__now() : 0.0;
+  if (fh->trace)
+    aggio__trace_record_locked(fh, is_write ? AGGIO_OP_POSIX_PWRITE : AGGIO_OP_POSIX_PREAD,
+                               off, len, 0, t0, t1,
+                               flags & (AGGIO_IO_AGGREGATOR | AGGIO_IO_BEHIND));
+  struct aggio__stats *s = fh->stats;
+  if (!s)
+    return;
+  if (flags & AGGIO_IO_BEHIND)
+    add_time(&s->behind_time, t1 - t0);
+  add_time(is_write ? &s->sys_write_time : &s->sys_read_time, t1 - t0);
+  add(&s->c[is_write ? AGGIO_C_SYS_WRITES : AGGIO_C_SYS_READS], 1);
+  add(&s->c[is_write ? AGGIO_C_SYS_WRITE_BYTES : AGGIO_C_SYS_READ_BYTES], len);
+  int64_t a = align_unit(fh);
+  if (a > 0 && off % a == 0)
+    add(&s->c[is_write ? AGGIO_C_SYS_WRITES_ALIGNED : AGGIO_C_SYS_READS_ALIGNED], 1);
+  if (direct) {
+    add(&s->c[is_write ? AGGIO_C_DIRECT_WRITES : AGGIO_C_DIRECT_READS], 1);
+    add(&s->c[is_write ? AGGIO_C_DIRECT_WRITE_BYTES : AGGIO_C_DIRECT_READ_BYTES], len);
+  }
+  if (flags & AGGIO_IO_BEHIND)
+    add(&s->c[is_write ? AGGIO_C_BEHIND_WRITES : AGGIO_C_BEHIND_READS], 1);
+}
+
+/* ---- opening ------------------------------------------------------------------ */
+
+static int open_flags(int amode) {
+  if (amode & MPI_MODE_RDONLY)
+    return O_RDONLY;
+  /* Aggregators read-modify-write holes, so write-only files open O_RDWR
+   * where permissions allow. */
+  return O_RDWR;
+}
+
+static int px_open(aggio_file fh, int create, struct aggio__err *e) {
+  struct posix *p = calloc(1, sizeof *p);
+  if (!p)
+    return aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: out of memory", fh->rank);
+  p->fd = p->fd_direct = -1;
+  pthread_mutex_init(&p->lock, NULL);
+  fh->store_state = p;
+  int flags = open_flags(fh->amode);
+  if (create && (fh->amode & MPI_MODE_CREATE))
+    flags |= O_CREAT;
+  if (create && (fh->amode & MPI_MODE_EXCL))
+    flags |= O_EXCL;
+  /* The trace starts after the open (it needs the topology), so the open's
+   * times are kept and recorded then. */
+  fh->posix_open_t0 = aggio__now();
+  int err = aggio__fault(fh->faults, AGGIO_FAULT_OPEN);
+  if (!err) {
+    p->fd = open(fh->path, flags, 0666);
+    if (p->fd < 0 && errno == EACCES && (fh->amode & MPI_MODE_WRONLY))
+      p->fd = open(fh->path, (flags & ~O_RDWR) | O_WRONLY, 0666);
+    err = p->fd < 0 ? errno : 0;
+  }
+  fh->posix_open_t1 = aggio__now();
+  if (err)
+    return aggio__fail(e, aggio__errno_code(err), "rank %d: open(%s): %s", fh->rank,
+                       fh->path, strerror(err));
+  fh->opened = 1;
+  return 0;
+}
+
+static const char *fs_name(long magic) {
+  switch ((unsigned long)magic) {
+  case 0xEF53: return "ext4";
+  case 0x58465342: return "xfs";
+  case 0x01021994: return "tmpfs";
+  case 0x0BD00BD0: return "lustre";
+  case 0x47504653: return "gpfs";
+  case 0x6969: return "nfs";
+  case 0x9123683E: return "btrfs";
+  case 0x794c7630: return "overlayfs";
+  case 0x19830326: return "beegfs";
+  case 0x65735546: return "fuse";
+  default: return "unknown";
+  }
+}
+
+static void px_probe(aggio_file fh, struct aggio__fs_info *fi) {
+  struct statfs sf;
+  struct stat st;
+  int fd = px(fh)->fd;
+  memset(fi, 0, sizeof *fi);
+  fi->block = 4096;
+  snprintf(fi->fstype, sizeof fi->fstype, "unknown");
+  if (fstatfs(fd, &sf) == 0)
+    snprintf(fi->fstype, sizeof fi->fstype, "%s", fs_name((long)sf.f_type));
+  if (fstat(fd, &st) == 0 && st.st_blksize > fi->block)
+    fi->block = st.st_blksize;
+  fi->dio_align = fi->block;
+  /* Tests stand in for a parallel file system's MiB-sized direct-I/O unit. */
+  const char *test_align = getenv("AGGIO_TEST_DIO_ALIGN");
+  if (test_align && atoll(test_align) > fi->dio_align)
+    fi->dio_align = atoll(test_align);
+  if (fh->hints.direct_io.num == AGGIO_DISABLE)
+    return;
+  int dfd = open(fh->path, ((fh->amode & MPI_MODE_RDONLY) ? O_RDONLY : O_RDWR) | O_DIRECT);
+  if (dfd < 0) {
+    snprintf(fi->dio_reason, sizeof fi->dio_reason,
+             "file system %s refuses O_DIRECT (%s)", fi->fstype, strerror(errno));
+    return;
+  }
+  close(dfd);
+  fi->dio_ok = 1;
+}
+
+static void px_open_direct(aggio_file fh) {
+  struct posix *p = px(fh);
+  if (p->fd < 0)
+    return;
+  p->fd_direct = open(fh->path, ((fh->amode & MPI_MODE_RDONLY) ? O_RDONLY : O_RDWR) | O_DIRECT);
+  fh->dio = p->fd_direct >= 0 ? AGGIO_DIO_ON : AGGIO_DIO_OFF;
+}
+
+static int px_close(aggio_file fh, struct aggio__err *e) {
+  struct posix *p = px(fh);
+  if (!p)
+    return 0;
+  if (p->fd_direct >= 0 && close(p->fd_direct) != 0)
+    aggio__fail(e, aggio__errno_code(errno), "rank %d: close(%s): %s", fh->rank,
+                fh->path, strerror(errno));
+  p->fd_direct = -1;
+  if (p->fd >= 0) {
+    double t0 = fh->trace ? aggio__now() : 0.0;
+    if (close(p->fd) != 0)
+      aggio__fail(e, aggio__errno_code(errno), "rank %d: close(%s): %s", fh->rank,
+                  fh->path, strerror(errno));
+    if (fh->trace)
+      aggio__trace_record_locked(fh, AGGIO_OP_POSIX_CLOSE, -1, 0, 0, t0, aggio__now(), 0);
+  }
+  p->fd = -1;
+  return e->code;
+}
+
+static void px_release(aggio_file fh) {
+  struct posix *p = px(fh);
+  if (!p)
+    return;
+  if (p->fd >= 0)
+    close(p->fd);
+  if (p->fd_direct >= 0)
+    close(p->fd_direct);
+  while (p->free_bounces) {
+    struct bounce *b = p->free_bounces;
+    p->free_bounces = b->next;
+    free(b->buf);
+    free(b);
+  }
+  pthread_mutex_destroy(&p->lock);
+  free(p);
+  fh->store_state = NULL;
+}
+
+/* ---- bounce buffers ------------------------------------------------------------ */
+
+static struct bounce *bounce_get(aggio_file fh) {
+  struct posix *p = px(fh);
+  pthread_mutex_lock(&p->lock);
+  struct bounce *b = p->free_bounces;
+  if (b)
+    p->free_bounces = b->next;
+  pthread_mutex_unlock(&p->lock);
+  if (b)
+    return b;
+  b = malloc(sizeof *b);
+  if (!b)
+    return NULL;
+  b->buf = aggio__alloc_aligned(AGGIO_BOUNCE, fh->dio_align);
+  if (!b->buf) {
+    free(b);
+    return NULL;
+  }
+  return b;
+}
+
+static void bounce_put(aggio_file fh, struct bounce *b) {
+  struct posix *p = px(fh);
+  pthread_mutex_lock(&p->lock);
+  b->next = p->free_bounces;
+  p->free_bounces = b;
+  pthread_mutex_unlock(&p->lock);
+}
+
+/* ---- writes ---------------------------------------------------------------------- */
+
+static int io_error(aggio_file fh, int err, const char *what, int64_t len, int64_t off,
+                    struct aggio__err *e) {
+  return aggio__fail(e, aggio__errno_code(err), "rank %d: %s(%s, %lld bytes at %lld): %s",
+                     fh->rank, what, fh->path, (long long)len, (long long)off,
+                     strerror(err));
+}
+
+/* One pwrite system call at a time, until done; each call is one record.
+ * -EINVAL: a direct write was refused (the caller falls back). */
+static int write_loop(aggio_file fh, int fd, const char *buf, int64_t len, int64_t off,
+                      int direct, int flags, struct aggio__err *e) {
+  while (len > 0) {
+    double t0 = (fh->trace || fh->stats) ? aggio__now() : 0.0;
+    size_t chunk = len > (1 << 30) ? (size_t)1 << 30 : (size_t)len;
+    int err = aggio__fault(fh->faults, AGGIO_FAULT_PWRITE);
+    ssize_t w = err ? -1 : pwrite(fd, buf, chunk, (off_t)off);
+    if (w < 0 && !err)
+      err = errno;
+    if (w < 0 && err == EINTR)
+      continue;
+    if (w == 0 && chunk > 0)
+      err = ENOSPC;
+    if (err) {
+      if (direct && err == EINVAL)
+        return -EINVAL;
+      return io_error(fh, err, "pwrite", (int64_t)chunk, off, e);
+    }
+    note(fh, 1, off, w, direct, t0, flags);
+    buf += w;
+    off += w;
+    len -= w;
+  }
+  return 0;
+}
+
+/* The aligned middle through O_DIRECT, through a bounce buffer when the
+ * memory is not aligned. */
+static int write_direct(aggio_file fh, const char *buf, int64_t len, int64_t off,
+                        int flags, struct aggio__err *e) {
+  int fd = px(fh)->fd_direct;
+  if (((uintptr_t)buf % (uintptr_t)fh->dio_align) == 0)
+    return write_loop(fh, fd, buf, len, off, 1, flags, e);
+  struct bounce *b = bounce_get(fh);
+  if (!b)
+    return -EINVAL; /* no memory for the bounce: buffered instead */
+  int rc = 0;
+  while (rc == 0 && len > 0) {
+    int64_t n = len < AGGIO_BOUNCE ? len : AGGIO_BOUNCE;
+    memcpy(b->buf, buf, (size_t)n);
+    rc = write_loop(fh, fd, b->buf, n, off, 1, flags, e);
+    buf += n;
+    off += n;
+    len -= n;
+  }
+  bounce_put(fh, b);
+  return rc;
+}
+
+/* The aligned middle [*lo, *hi) of [off, off+len), or 0 when direct I/O is
+ * off, not asked for, or the middle is too small to gain from it. */
+static int direct_middle(aggio_file fh, int64_t len, int64_t off, int flags, int64_t *lo,
+                         int64_t *hi) {
+  if (!(flags & AGGIO_IO_DIRECT_OK) || fh->dio != AGGIO_DIO_ON || px(fh)->fd_direct < 0)
+    return 0;
+  int64_t a = fh->dio_align;
+  if (off > INT64_MAX - len - a)
+    return 0;
+  *lo = aggio__round_up(off, a);
+  *hi = aggio__round_down(off + len, a);
+  return *hi - *lo >= AGGIO_DIO_MIN;
+}
+
+/* The file system refused a direct transfer after all: buffered from now on. */
+static void direct_refused(aggio_file fh) {
+  __atomic_store_n(&fh->dio, AGGIO_DIO_OFF, __ATOMIC_RELAXED);
+  snprintf(fh->hints.direct_io.ignored, sizeof fh->hints.direct_io.ignored,
+           "O_DIRECT transfer refused (EINVAL); using buffered I/O");
+}
+
+static int px_pwrite(aggio_file fh, const void *vbuf, int64_t len, int64_t off, int flags,
+                     struct aggio__err *e) {
+  const char *buf = vbuf;
+  int fd = px(fh)->fd;
+  int64_t lo, hi;
+  if (len <= 0)
+    return 0;
+  if (!direct_middle(fh, len, off, flags, &lo, &hi))
+    return write_loop(fh, fd, buf, len, off, 0, flags, e);
+  int rc = write_direct(fh, buf + (lo - off), hi - lo, lo, flags, e);
+  if (rc == -EINVAL) {
+    direct_refused(fh);
+    rc = write_loop(fh, fd, buf + (lo - off), hi - lo, lo, 0, flags, e);
+  }
+  if (rc == 0)
+    rc = write_loop(fh, fd, buf, lo - off, off, 0, flags, e);
+  if (rc == 0)
+    rc = write_loop(fh, fd, buf + (hi - off), off + len - hi, hi, 0, flags, e);
+  return rc;
+}
+
+/* ---- reads ------------------------------------------------------------------------ */
+
+/* Reads until len bytes or end of file; *got counts them. */
+static int read_loop(aggio_file fh, int fd, char *buf, int64_t len, int64_t off,
+                     int64_t *got, int direct, int flags, struct aggio__err *e) {
+  *got = 0;
+  while (len > 0) {
+    double t0 = (fh->trace || fh->stats) ? aggio__now() : 0.0;
+    size_t chunk = len > (1 << 30) ? (size_t)1 << 30 : (size_t)len;
+    int err = aggio__fault(fh->faults, AGGIO_FAULT_PREAD);
+    ssize_t r = err ? -1 : pread(fd, buf, chunk, (off_t)off);
+    if (r < 0 && !err)
+      err = errno;
+    if (r < 0 && err == EINTR)
+      continue;
+    if (err) {
+      if (direct && err == EINVAL)
+        return -EINVAL;
+      return io_error(fh, err, "pread", (int64_t)chunk, off, e);
+    }
+    note(fh, 0, off, r, direct, t0, flags);
+    if (r == 0)
+      break; /* end of file */
+    buf += r;
+    off += r;
+    len -= r;
+    *got += r;
+    if (direct && (r % fh->dio_align) != 0)
+      break; /* a direct read stops short only at end of file */
+  }
+  return 0;
+}
+
+static int px_pread(aggio_file fh, void *vbuf, int64_t len, int64_t off, int64_t *got,
+                    int flags, struct aggio__err *e) {
+  char *buf = vbuf;
+  int fd = px(fh)->fd;
+  int64_t lo, hi;
+  /* Direct reads only when the whole piece is aligned, memory included:
+   * the cache's blocks are. */
+  if (direct_middle(fh, len, off, flags, &lo, &hi) && lo == off && hi == off + len &&
+      ((uintptr_t)buf % (uintptr_t)fh->dio_align) == 0) {
+    int rc = read_loop(fh, px(fh)->fd_direct, buf, len, off, got, 1, flags, e);
+    if (rc != -EINVAL)
+      return rc;
+    direct_refused(fh);
+  }
+  return read_loop(fh, fd, buf, len, off, got, 0, flags, e);
+}
+
+/* ---- the rest ---------------------------------------------------------------------- */
+
+static int px_sync(aggio_file fh, struct aggio__err *e) {
+  int fd = px(fh)->fd;
+  if (fd < 0)
+    return 0;
+  double t0 = aggio__now();
+  int err = aggio__fault(fh->faults, AGGIO_FAULT_FSYNC);
+  if (!err && fsync(fd) != 0 && errno != EINVAL && errno != EROFS)
+    err = errno;
+  if (err)
+    return aggio__fail(e, aggio__errno_code(err), "rank %d: fsync(%s): %s", fh->rank,
+                       fh->path, strerror(err));
+  double t1 = aggio__now();
+  if (fh->trace)
+    aggio__trace_record_locked(fh, AGGIO_OP_POSIX_FSYNC, -1, 0, 0, t0, t1, 0);
+  if (fh->stats)
+    add(&fh->stats->c[AGGIO_C_SYNCS], 1);
+  return 0;
+}
+
+static int px_size(aggio_file fh, int64_t *size, struct aggio__err *e) {
+  struct stat st;
+  int fd = px(fh) ? px(fh)->fd : -1;
+  int err = aggio__fault(fh->faults, AGGIO_FAULT_SIZE);
+  if (!err && (fd >= 0 ? fstat(fd, &st) : stat(fh->path, &st)) != 0)
+    err = errno;
+  if (err)
+    return aggio__fail(e, aggio__errno_code(err), "rank %d: stat(%s): %s", fh->rank,
+                       fh->path, strerror(err));
+  *size = (int64_t)st.st_size;
+  return 0;
+}
+
+static int px_truncate(aggio_file fh, int64_t size, struct aggio__err *e) {
+  double t0 = fh->trace ? aggio__now() : 0.0;
+  int err = aggio__fault(fh->faults, AGGIO_FAULT_TRUNCATE);
+  if (!err && ftruncate(px(fh)->fd, (off_t)size) != 0)
+    err = errno;
+  if (err)
+    return aggio__fail(e, aggio__errno_code(err), "rank %d: ftruncate(%s): %s", fh->rank,
+                       fh->path, strerror(err));
+  if (fh->trace)
+    aggio__trace_record_locked(fh, AGGIO_OP_POSIX_FTRUNCATE, size, 0, 0, t0, aggio__now(), 0);
+  return 0;
+}
+
+/* fcntl record locks, as ROMIO's ADIOI_Set_lock: atomic mode on POSIX. */
+static int px_lock(aggio_file fh, int64_t off, int64_t len, int is_write,
+                   struct aggio__err *e) {
+  struct flock fl = {0};
+  fl.l_type = is_write < 0 ? F_UNLCK : is_write ? F_WRLCK : F_RDLCK;
+  fl.l_whence = SEEK_SET;
+  fl.l_start = (off_t)off;
+  fl.l_len = (off_t)len;
+  int rc;
+  do
+    rc = fcntl(px(fh)->fd, F_SETLKW, &fl);
+  while (rc != 0 && errno == EINTR);
+  if (rc != 0)
+    return aggio__fail(e, aggio__errno_code(errno), "rank %d: fcntl lock on %s: %s",
+                       fh->rank, fh->path, strerror(errno));
+  return 0;
+}
+
+const struct aggio__storage_ops aggio__storage_posix = {
+    .name = "posix",
+    .open = px_open,
+    .probe = px_probe,
+    .open_direct = px_open_direct,
+    .close = px_close,
+    .pwrite = px_pwrite,
+    .pread = px_pread,
+    .sync = px_sync,
+    .size = px_size,
+    .truncate = px_truncate,
+    .lock = px_lock,
+    .release = px_release,
+};

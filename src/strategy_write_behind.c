@@ -1,0 +1,256 @@
+/*
+ * strategy_write_behind.c - collective writes that return once their data
+ * is in the node cache (cache.h), and collective reads served from it.
+ *
+ * IO-500's ior-hard writes one 47008-byte record per rank per collective
+ * call, thousands of calls.  Handling each call alone means one small
+ * write per call and per aggregator; here consecutive calls' data
+ * accumulates in the cache's blocks, and a block is written when it is
+ * whole: one large aligned write (direct I/O where the file system allows
+ * it), by the aggregators' I/O threads while the application goes on.
+ * Reads load whole blocks, and the blocks after them ahead of the reader.
+ *
+ * A write costs one reduction (the summary, which also reports any earlier
+ * deferred failure) and a copy into shared memory; it does not agree on its
+ * own outcome: a block that fails to reach the file later is reported by
+ * the next collective call, sync or close on every rank (README, "When
+ * write-behind reports errors").  MPI's consistency rules are kept by the
+ * hooks below: sync, close, set_size, atomic mode and a switch to another
+ * strategy flush the cache (engine.c, file.c); an independent access first
+ * flushes or forgets the blocks it touches on its own node; a collective
+ * write forgets the other nodes' loaded copies of the range it writes.
+ */
+#include <stdlib.h>
+
+#include "cache.h"
+#include "engine.h"
+
+struct wb_file {
+  struct aggio__cache *cache;
+  MPI_Comm comm;          /* the ranks sharing the cache */
+};
+
+/* More than one cache holds this file's data: one per node, or one per
+ * rank without shared memory. */
+static int several_caches(aggio_file fh) {
+  return fh->hints.node_shm.num == AGGIO_DISABLE ? fh->nprocs > 1 : fh->nnodes > 1;
+}
+
+static struct aggio__cache *cache_of(aggio_file fh) {
+  struct wb_file *f = fh->strategy_state[aggio__strategy_write_behind.id];
+  return f ? f->cache : NULL;
+}
+
+/* ---- per-file state ----------------------------------------------------------------- */
+
+/* Aggregators of this rank's node; 0 when none was chosen there. */
+static int node_aggregators(aggio_file fh, int *first) {
+  int n = 0;
+  *first = -1;
+  for (int i = 0; i < fh->naggr; i++)
+    if (fh->node_of_rank[fh->aggr[i]] == fh->node_of_rank[fh->rank]) {
+      if (n++ == 0)
+        *first = fh->aggr[i];
+    }
+  return n;
+}
+
+/* The I/O threads run in the node's aggregators (or in the node's first
+ * rank when cb_config_list chose none there). */
+static int is_host(aggio_file fh, MPI_Comm comm, int naggr_here) {
+  if (fh->hints.node_shm.num == AGGIO_DISABLE)
+    return 1; /* a cache of one rank */
+  if (naggr_here > 0)
+    return fh->my_aggr_index >= 0;
+  int me;
+  MPI_Comm_rank(comm, &me);
+  return me == 0;
+}
+
+static void wb_fini(aggio_file fh, void *state) {
+  struct wb_file *f = state;
+  (void)fh;
+  if (!f)
+    return;
+  aggio__cache_free(f->cache);
+  if (f->comm != MPI_COMM_NULL)
+    MPI_Comm_free(&f->comm);
+  free(f);
+}
+
+static int wb_init(aggio_file fh, void **state, struct aggio__err *e) {
+  struct wb_file *f = calloc(1, sizeof *f);
+  int first, naggr_here = node_aggregators(fh, &first);
+  MPI_Comm comm = MPI_COMM_NULL;
+  /* Without shared memory every rank keeps its own cache. */
+  int rc = fh->hints.node_shm.num == AGGIO_DISABLE ? MPI_Comm_split(fh->comm, fh->rank, 0, &comm)
+                                                   : MPI_Comm_dup(fh->node_comm, &comm);
+  if (rc != MPI_SUCCESS)
+    comm = MPI_COMM_NULL;
+  int ok = f && comm != MPI_COMM_NULL;
+  MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, fh->comm);
+  if (!ok) {
+    if (comm != MPI_COMM_NULL)
+      MPI_Comm_free(&comm);
+    free(f);
+    return aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: cannot set up the node cache", fh->rank);
+  }
+  f->comm = comm;
+  int64_t per_aggr = fh->hints.write_behind_size.num > 0 ? fh->hints.write_behind_size.num
+                                                         : 2 * fh->hints.cb_buffer_size.num;
+  int64_t budget = per_aggr * (naggr_here > 0 ? naggr_here : 1);
+  int64_t block;
+  int nslots;
+  aggio__cache_geometry(budget, fh->hints.striping_unit.num, fh->dio_align, &block, &nslots);
+  *state = f;
+  return aggio__cache_new(fh, comm, block, nslots, is_host(fh, comm, naggr_here), &f->cache, e);
+}
+
+/* ---- writes -------------------------------------------------------------------------- */
+
+/* Time the step spent waiting for blocks counts as waiting for I/O. */
+static void lend_waits(struct aggio__op *op, struct aggio__cache *c) {
+  aggio__op_reassign(op, AGGIO_P_IO_WAIT, aggio__cache_take_waited(c));
+}
+
+/* Copies this rank's ranges into its node's cache.  Loaded copies of the
+ * range that other nodes write go stale first. */
+static int wb_write(struct aggio__op *op) {
+  aggio_file fh = op->fh;
+  struct aggio__cache *c = cache_of(fh);
+  if (several_caches(fh))
+    aggio__cache_forget(c, op->sum.lo, op->sum.hi);
+  const struct aggio__access *acc = &op->acc;
+  int64_t spos = 0;
+  for (size_t i = 0; i < acc->file.n; i++) {
+    const struct aggio__extent *x = &acc->file.v[i];
+    aggio__cache_put(c, x->off, x->len, acc->stream + spos);
+    spos += x->len;
+  }
+  lend_waits(op, c);
+  return aggio__then(op, NULL, AGGIO_P_EXCHANGE);
+}
+
+/* ---- reads ---------------------------------------------------------------------------- */
+
+static int wb_read(struct aggio__op *op) {
+  struct aggio__cache *c = cache_of(op->fh);
+  const struct aggio__access *acc = &op->acc;
+  int64_t spos = 0;
+  for (size_t i = 0; op->err.code == 0 && i < acc->file.n; i++) {
+    const struct aggio__extent *x = &acc->file.v[i];
+    int64_t eof = INT64_MAX;
+    if (aggio__cache_get(c, x->off, x->len, acc->stream + spos, &eof, &op->err) != 0)
+      break;
+    if (eof != INT64_MAX) {
+      aggio__op_saw_eof(op, eof);
+      break;
+    }
+    spos += x->len;
+  }
+  lend_waits(op, c);
+  return aggio__then(op, aggio__step_agree_outcome, AGGIO_P_AGREE);
+}
+
+static int read_after_flush(struct aggio__op *op) {
+  if (op->err.code == 0 && aggio__err_decode(op->agreed[0], &op->err) != 0)
+    return aggio__then(op, NULL, AGGIO_P_AGREE);
+  return aggio__then(op, op->err.code ? NULL : wb_read, AGGIO_P_EXCHANGE);
+}
+
+/* Written data still held by any node reaches the file before any node
+ * loads blocks that may hold it; all agree that it did. */
+static int write_out_then_read(struct aggio__op *op) {
+  struct aggio__cache *c = cache_of(op->fh);
+  aggio__cache_flush(c, 0);
+  aggio__cache_error(c, &op->err);
+  lend_waits(op, c);
+  op->agreed[0] = aggio__err_encode(op->err.code, op->fh->rank);
+  aggio__then(op, read_after_flush, AGGIO_P_AGREE);
+  return aggio__op_allreduce(op, MPI_IN_PLACE, op->agreed, 1, MPI_INT64_T, MPI_MIN,
+                             op->fh->comm, AGGIO_P_AGREE);
+}
+
+static int write_after_settle(struct aggio__op *op) {
+  if (op->err.code == 0 && aggio__err_decode(op->agreed[0], &op->err) != 0)
+    return aggio__then(op, NULL, AGGIO_P_AGREE);
+  return aggio__then(op, op->err.code ? NULL : wb_write, AGGIO_P_EXCHANGE);
+}
+
+/* Several nodes, and some hold written data where this call writes: that
+ * data reaches the file before any node takes the new data, so that the
+ * later call's bytes win whichever node's cache is written out first (as
+ * they do with two-phase I/O, which MPI does not require without a sync). */
+static int settle_then_write(struct aggio__op *op) {
+  struct aggio__cache *c = cache_of(op->fh);
+  aggio__cache_settle(c, op->sum.lo, op->sum.hi - op->sum.lo, 1);
+  aggio__cache_error(c, &op->err);
+  lend_waits(op, c);
+  op->agreed[0] = aggio__err_encode(op->err.code, op->fh->rank);
+  aggio__then(op, write_after_settle, AGGIO_P_AGREE);
+  return aggio__op_allreduce(op, MPI_IN_PLACE, op->agreed, 1, MPI_INT64_T, MPI_MIN,
+                             op->fh->comm, AGGIO_P_AGREE);
+}
+
+static int wb_start(struct aggio__op *op) {
+  const struct aggio__call_summary *s = &op->sum;
+  /* Another rank wrote on its own since: loaded copies may be stale.  MPI
+   * asks for a sync before they must be seen; two-phase I/O shows them at
+   * once, and so does this. */
+  if ((s->flags & AGGIO_SF_INDEPENDENT) && several_caches(op->fh))
+    aggio__cache_forget(cache_of(op->fh), 0, INT64_MAX);
+  if (op->acc.is_write && several_caches(op->fh) && s->held_lo < s->hi && s->lo < s->held_hi)
+    return aggio__then(op, settle_then_write, AGGIO_P_IO_WAIT);
+  if (op->acc.is_write)
+    return aggio__then(op, wb_write, AGGIO_P_EXCHANGE);
+  if (op->sum.flags & AGGIO_SF_CACHE_DIRTY)
+    return aggio__then(op, write_out_then_read, AGGIO_P_IO_WAIT);
+  return aggio__then(op, wb_read, AGGIO_P_EXCHANGE);
+}
+
+/* ---- consistency hooks ------------------------------------------------------------------- */
+
+static void wb_contribute(aggio_file fh, void *state, struct aggio__call_summary *mine,
+                          struct aggio__err *e) {
+  struct wb_file *f = state;
+  (void)fh;
+  aggio__cache_held(f->cache, &mine->flags, &mine->held_lo, &mine->held_hi);
+  aggio__cache_error(f->cache, e);
+}
+
+static int wb_flush(aggio_file fh, void *state, struct aggio__err *e) {
+  struct wb_file *f = state;
+  (void)fh;
+  aggio__cache_flush(f->cache, 1);
+  return aggio__cache_error(f->cache, e);
+}
+
+static int wb_before_independent(aggio_file fh, void *state, const struct aggio__access *acc,
+                                 struct aggio__err *e) {
+  struct wb_file *f = state;
+  (void)fh;
+  (void)e;
+  for (size_t i = 0; i < acc->file.n; i++)
+    aggio__cache_settle(f->cache, acc->file.v[i].off, acc->file.v[i].len, acc->is_write);
+  return 0;
+}
+
+static int64_t wb_held_end(aggio_file fh, void *state) {
+  struct wb_file *f = state;
+  int64_t flags = 0, lo = INT64_MAX, hi = 0;
+  (void)fh;
+  aggio__cache_held(f->cache, &flags, &lo, &hi);
+  return hi;
+}
+
+const struct aggio__strategy_ops aggio__strategy_write_behind = {
+    .name = "write_behind",
+    .id = 3,
+    .init = wb_init,
+    .fini = wb_fini,
+    .start = wb_start,
+    .contribute = wb_contribute,
+    .flush = wb_flush,
+    .before_independent = wb_before_independent,
+    .held_end = wb_held_end,
+};

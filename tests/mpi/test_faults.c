@@ -1,0 +1,264 @@
+/*
+ * test_faults.c - failures no real file system produces on demand, made
+ * with AGGIO_FAULTS (src/storage.h), and the engine's answers to them:
+ *   - every small allocation of a two-phase call failing in turn on one
+ *     rank: every rank returns the same outcome, none hangs;
+ *   - a failing fstat on the rank that used to find the end of file for a
+ *     collective read, and under MPI_MODE_APPEND at open;
+ *   - writes behind the calls failing with EIO: the next collective call,
+ *     sync or close reports it on every rank, exactly once;
+ *   - direct I/O from unaligned memory on several I/O threads at once (the
+ *     bounce buffers must not be shared).
+ *
+ * aggio-test-ranks: 1 2 4
+ */
+#include <aggio.h>
+
+#include "harness.h"
+#include "internal.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+static int rank, nprocs;
+static char path[512];
+
+static void faults(const char *spec) {
+  if (spec)
+    setenv("AGGIO_FAULTS", spec, 1);
+  else
+    unsetenv("AGGIO_FAULTS");
+}
+
+static aggio_file open_with(const char *strategy, int amode, const char *k, const char *v) {
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "aggio_strategy", strategy);
+  MPI_Info_set(info, "cb_buffer_size", "65536");
+  if (k)
+    MPI_Info_set(info, k, v);
+  aggio_file fh = AGGIO_FILE_NULL;
+  int rc = aggio_file_open(MPI_COMM_WORLD, path, amode, info, &fh);
+  MPI_Info_free(&info);
+  return rc == AGGIO_SUCCESS ? fh : AGGIO_FILE_NULL;
+}
+
+/* The same outcome on every rank: all succeed, or all fail. */
+static int agreed(int rc, const char *what) {
+  int lo, hi;
+  MPI_Allreduce(&rc, &lo, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(&rc, &hi, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  CHECK((lo == 0) == (hi == 0), "%s: rank %d returned %d, ranks range %d..%d (%s)", what, rank,
+        rc, lo, hi, aggio_error_message());
+  return hi;
+}
+
+static unsigned char pat(int r, int64_t i) { return (unsigned char)(r * 31 + i * 7 + i / 253); }
+
+/* Strided two-phase writes and reads (several pieces per rank, several
+ * rounds) with the nth allocation of the last rank failing, n = 1, 2, ...
+ * until a call gets through untouched. */
+static void t_alloc(void) {
+  enum { REC = 1000, NREC = 40 };
+  unsigned char buf[REC * NREC], back[REC * NREC];
+  for (int i = 0; i < REC * NREC; i++)
+    buf[i] = pat(rank, i);
+  MPI_Datatype ft;
+  MPI_Type_vector(NREC, REC, REC * nprocs, MPI_BYTE, &ft);
+  MPI_Type_commit(&ft);
+  int clean = 0;
+  for (int n = 1; n <= 60 && !clean; n++) {
+    char spec[64];
+    snprintf(spec, sizeof spec, "alloc@%d#%d=ENOMEM", nprocs - 1, n);
+    faults(spec);
+    aggio_file fh = open_with("two_phase", MPI_MODE_CREATE | MPI_MODE_RDWR, "cb_buffer_size",
+                              "8192");
+    faults(NULL);
+    CHECK(fh != AGGIO_FILE_NULL, "open: %s", aggio_error_message());
+    if (!fh)
+      continue;
+    aggio_file_set_view(fh, (MPI_Offset)rank * REC, MPI_BYTE, ft, "native", MPI_INFO_NULL);
+    int w = aggio_file_write_at_all(fh, 0, buf, REC * NREC, MPI_BYTE, MPI_STATUS_IGNORE);
+    char what[80];
+    snprintf(what, sizeof what, "write_at_all with allocation %d failing", n);
+    int wrc = agreed(w, what);
+    CHECK(w == 0 || w == AGGIO_ERR_NOMEM, "%s: rank %d got %d", what, rank, w);
+    memset(back, 0, sizeof back);
+    int r = aggio_file_read_at_all(fh, 0, back, REC * NREC, MPI_BYTE, MPI_STATUS_IGNORE);
+    snprintf(what, sizeof what, "read_at_all after allocation %d failed", n);
+    int rrc = agreed(r, what);
+    if (wrc == 0 && rrc == 0)
+      CHECK(memcmp(buf, back, sizeof buf) == 0, "%s: data differs", what);
+    clean = wrc == 0 && rrc == 0;
+    aggio_file_close(&fh);
+  }
+  CHECK(clean, "allocations kept failing: the count of allocations grew past 60");
+  MPI_Type_free(&ft);
+}
+
+/* A collective read must not depend on one rank's fstat (rank 0's failing
+ * fstat once let the others return 0 bytes and success), and MPI_MODE_APPEND
+ * must not drop a failing fstat. */
+static void t_fstat(void) {
+  enum { N = 4096 };
+  unsigned char buf[N], back[N];
+  for (int i = 0; i < N; i++)
+    buf[i] = pat(rank, i);
+  aggio_file fh = open_with("two_phase", MPI_MODE_CREATE | MPI_MODE_RDWR, NULL, NULL);
+  CHECK(fh && aggio_file_write_at_all(fh, (MPI_Offset)rank * N, buf, N, MPI_BYTE,
+                                       MPI_STATUS_IGNORE) == 0, "write");
+  aggio_file_close(&fh);
+  static const char *strategies[] = {"two_phase", "independent", "write_behind"};
+  for (int s = 0; s < 3; s++) {
+    faults("size@*#1+=EIO");
+    fh = open_with(strategies[s], MPI_MODE_RDONLY, NULL, NULL);
+    faults(NULL);
+    CHECK(fh != AGGIO_FILE_NULL, "open read-only: %s", aggio_error_message());
+    if (!fh)
+      continue;
+    MPI_Status st;
+    MPI_Count n = -1;
+    memset(back, 0, sizeof back);
+    int rc = aggio_file_read_at_all(fh, (MPI_Offset)rank * N, back, N, MPI_BYTE, &st);
+    if (agreed(rc, strategies[s]) == 0) {
+      MPI_Get_elements_x(&st, MPI_BYTE, &n);
+      CHECK(n == N && memcmp(buf, back, N) == 0, "%s: read %lld bytes, data %s", strategies[s],
+            (long long)n, memcmp(buf, back, N) ? "differs" : "right");
+    }
+    aggio_file_close(&fh);
+  }
+  char spec[32];
+  snprintf(spec, sizeof spec, "size@%d=EIO", nprocs - 1);
+  faults(spec);
+  fh = open_with("auto", MPI_MODE_WRONLY | MPI_MODE_APPEND, NULL, NULL);
+  faults(NULL);
+  int rc = fh ? 0 : -1;
+  CHECK(agreed(rc, "open with MPI_MODE_APPEND and a failing fstat") != 0,
+        "open with MPI_MODE_APPEND succeeded though rank %d's fstat failed", nprocs - 1);
+  if (fh)
+    aggio_file_close(&fh);
+}
+
+/* Writes behind the calls fail (the first system write of each rank that
+ * writes): the failure is reported, on every rank, by the next collective
+ * call, or by sync, a collective read or close; never lost, and never
+ * reported more often than it happened. */
+static void t_deferred(void) {
+  enum { N = 64 << 10 };
+  unsigned char *buf = malloc(N);
+  memset(buf, 0x5a, N);
+  for (int where = 0; where < 3; where++) {
+    faults("pwrite@*#1=EIO");
+    aggio_file fh = open_with("write_behind", MPI_MODE_CREATE | MPI_MODE_RDWR,
+                              "aggio_write_behind_size", "131072");
+    faults(NULL);
+    CHECK(fh != AGGIO_FILE_NULL, "open: %s", aggio_error_message());
+    if (!fh)
+      continue;
+    int reports = 0, rc;
+    /* whole blocks are written behind the calls */
+    for (int k = 0; k < 16; k++) {
+      rc = aggio_file_write_at_all(fh, ((MPI_Offset)k * nprocs + rank) * N, buf, N, MPI_BYTE,
+                                   MPI_STATUS_IGNORE);
+      agreed(rc, "write_at_all while writes behind fail");
+      CHECK(rc == 0 || rc == AGGIO_ERR_IO, "rank %d: a deferred EIO reported as %d (%s)", rank,
+            rc, aggio_error_message());
+      CHECK(rc == 0 || strstr(aggio_error_message(), "rank"), "message: %s",
+            aggio_error_message());
+      reports += rc != 0;
+    }
+    /* what is left is reported by sync (where 0), a collective read (1) or
+     * close (2) */
+    rc = where == 0 ? aggio_file_sync(fh)
+         : where == 1 ? aggio_file_read_at_all(fh, 0, buf, 1, MPI_BYTE, MPI_STATUS_IGNORE)
+                      : 0;
+    agreed(rc, "sync or read after failed writes behind");
+    reports += rc != 0;
+    rc = aggio_file_close(&fh);
+    agreed(rc, "close after failed writes behind");
+    reports += rc != 0;
+    CHECK(reports >= 1 && reports <= nprocs, "rank %d: %d reports of at most %d failures "
+          "(where %d)", rank, reports, nprocs, where);
+  }
+  free(buf);
+}
+
+/* Four threads write 2 MiB each through direct I/O from unaligned memory:
+ * each needs its own bounce buffer. */
+struct tw {
+  aggio_file fh;
+  int id;
+  int rc;
+};
+
+static void *thread_write(void *arg) {
+  struct tw *w = arg;
+  enum { N = 2 << 20 };
+  char *mem = malloc(N + 1), *p = mem + 1; /* never aligned */
+  for (int i = 0; i < N; i++)
+    p[i] = (char)pat(w->id + 10, i);
+  struct aggio__err e = {0};
+  w->rc = aggio__pwrite(w->fh, p, N, (int64_t)w->id * N, AGGIO_IO_DIRECT_OK, &e);
+  free(mem);
+  return NULL;
+}
+
+static void t_bounce(void) {
+  enum { N = 2 << 20, T = 4 };
+  setenv("AGGIO_TEST_DIO_ALIGN", "65536", 1);
+  aggio_file fh = open_with("independent", MPI_MODE_CREATE | MPI_MODE_RDWR, "aggio_direct_io",
+                            "enable");
+  unsetenv("AGGIO_TEST_DIO_ALIGN");
+  CHECK(fh != AGGIO_FILE_NULL, "open: %s", aggio_error_message());
+  if (!fh)
+    return;
+  if (rank == 0 && fh->dio == AGGIO_DIO_ON) {
+    struct tw w[T];
+    pthread_t th[T];
+    for (int i = 0; i < T; i++) {
+      w[i] = (struct tw){fh, i, -1};
+      pthread_create(&th[i], NULL, thread_write, &w[i]);
+    }
+    for (int i = 0; i < T; i++)
+      pthread_join(th[i], NULL);
+    char *got = malloc(N);
+    for (int i = 0; i < T; i++) {
+      CHECK(w[i].rc == 0, "thread %d: %d", i, w[i].rc);
+      int64_t n = 0;
+      struct aggio__err e = {0};
+      aggio__pread(fh, got, N, (int64_t)i * N, &n, 0, &e);
+      int bad = -1;
+      for (int j = 0; j < N && bad < 0; j++)
+        if (got[j] != (char)pat(i + 10, j))
+          bad = j;
+      CHECK(n == N && bad < 0, "thread %d's 2 MiB: %lld bytes, first wrong byte %d", i,
+            (long long)n, bad);
+    }
+    free(got);
+  } else if (rank == 0) {
+    printf("note: direct I/O is off here (%s): the bounce test wrote nothing\n", fh->fstype);
+  }
+  aggio_file_close(&fh);
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+  alarm(240); /* a hang is a failure: SIGALRM ends the test */
+  int id = (int)getpid();
+  MPI_Bcast(&id, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  snprintf(path, sizeof path, "%s/faults.%d", test_dir(), id);
+  t_alloc();
+  t_fstat();
+  t_deferred();
+  t_bounce();
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0)
+    unlink(path);
+  int rc = test_summary_mpi(MPI_COMM_WORLD);
+  MPI_Finalize();
+  return rc;
+}
