@@ -20,9 +20,7 @@
 extern "C" {
 #endif
 
-#define AGGIO_VERSION_MAJOR 0
-#define AGGIO_VERSION_MINOR 1
-#define AGGIO_VERSION_PATCH 0
+#include "aggio_version.h" /* AGGIO_VERSION_MAJOR, _MINOR, _PATCH, _STRING */
 
 #if defined(_WIN32) || !defined(__GNUC__)
 #define AGGIO_API
@@ -44,7 +42,8 @@ AGGIO_API int aggio_file_open(MPI_Comm comm, const char *filename, int amode,
 /* Collective; sets *fh to AGGIO_FILE_NULL.  Writes the trace and prints the
  * statistics/timers when those are enabled. */
 AGGIO_API int aggio_file_close(aggio_file *fh);
-/* Collective.  Removes filename (like MPI_File_delete, not collective). */
+/* Not collective (like MPI_File_delete): the calling rank removes filename;
+ * info is accepted for MPI-IO compatibility and not used. */
 AGGIO_API int aggio_file_delete(const char *filename, MPI_Info info);
 
 /* Collective.  datarep must be "native". */

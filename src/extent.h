@@ -23,7 +23,8 @@ struct aggio__extents {
 };
 
 /* Appends [off, off+len); merges with the last range when they touch
- * (off == last.off + last.len).  len <= 0 is a no-op.  0 or AGGIO_ERR_NOMEM. */
+ * (off == last.off + last.len).  len <= 0 is a no-op.  0, AGGIO_ERR_NOMEM,
+ * or AGGIO_ERR_OVERFLOW when off + len passes INT64_MAX (nothing stored). */
 int aggio__extents_push(struct aggio__extents *l, int64_t off, int64_t len);
 int aggio__extents_reserve(struct aggio__extents *l, size_t n);
 void aggio__extents_clear(struct aggio__extents *l);

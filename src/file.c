@@ -343,12 +343,60 @@ int aggio_file_delete(const char *filename, MPI_Info info) {
 
 /* ---- views ---------------------------------------------------------------- */
 
+/* MPI-IO forbids overlapping regions in the etype and the filetype of a file
+ * opened for writing (MPI 3.1, 13.3); reading through them is allowed. */
+static int writable(aggio_file fh) {
+  return (fh->amode & (MPI_MODE_WRONLY | MPI_MODE_RDWR)) != 0;
+}
+
+/* The etype: a positive size, and for a writable file, blocks in order that
+ * never overlap.  Sets *esize. */
+static int check_etype(aggio_file fh, MPI_Datatype etype, int64_t *esize,
+                       struct aggio__err *e) {
+  char msg[256] = "";
+  struct aggio__flat *ef = NULL;
+  int rc = aggio__flatten(etype, &ef, msg, sizeof msg);
+  if (rc != 0)
+    return aggio__fail(e, rc, "rank %d: etype: %s", fh->rank, msg);
+  *esize = ef->size;
+  int disjoint = aggio__flat_is_disjoint(ef);
+  aggio__flat_release(ef);
+  if (*esize <= 0)
+    return aggio__fail(e, AGGIO_ERR_TYPE, "rank %d: etype has size 0", fh->rank);
+  if (writable(fh) && !disjoint)
+    return aggio__fail(e, AGGIO_ERR_TYPE, "rank %d: etype has overlapping blocks or "
+                       "decreasing displacements, which MPI-IO forbids for a file "
+                       "opened for writing", fh->rank);
+  return 0;
+}
+
+/* The filetype's rules, given its flattened form: whole etypes (a size of 0
+ * is allowed: a rank with nothing to access), non-negative and
+ * non-decreasing displacements, and no overlap for a writable file. */
+static int filetype_rules(aggio_file fh, const struct aggio__flat *ft, int64_t esize,
+                          struct aggio__err *e) {
+  if (ft->size % esize != 0)
+    return aggio__fail(e, AGGIO_ERR_TYPE, "rank %d: filetype size %lld is not a "
+                       "multiple of the etype size %lld", fh->rank, (long long)ft->size,
+                       (long long)esize);
+  if (ft->n > 0 && ft->off[0] < 0)
+    return aggio__fail(e, AGGIO_ERR_TYPE, "rank %d: filetype has a negative "
+                       "displacement (%lld); MPI-IO requires non-negative ones",
+                       fh->rank, (long long)ft->off[0]);
+  if (!aggio__flat_is_monotonic(ft))
+    return aggio__fail(e, AGGIO_ERR_TYPE, "rank %d: filetype displacements must "
+                       "be monotonically non-decreasing", fh->rank);
+  if (writable(fh) && !aggio__flat_is_disjoint(ft))
+    return aggio__fail(e, AGGIO_ERR_TYPE, "rank %d: filetype has overlapping regions, "
+                       "which MPI-IO forbids for a file opened for writing", fh->rank);
+  return 0;
+}
+
 static int check_view(aggio_file fh, MPI_Offset disp, MPI_Datatype etype,
                       MPI_Datatype filetype, const char *datarep,
                       struct aggio__flat **ft, int64_t *esize,
                       struct aggio__err *e) {
   char msg[256] = "";
-  struct aggio__flat *ef = NULL;
   if (!datarep || strcasecmp(datarep, "native") != 0)
     return aggio__fail(e, AGGIO_ERR_UNSUPPORTED, "rank %d: data representation "
                        "\"%s\" is not supported (only \"native\")", fh->rank,
@@ -356,27 +404,13 @@ static int check_view(aggio_file fh, MPI_Offset disp, MPI_Datatype etype,
   if (disp < 0)
     return aggio__fail(e, AGGIO_ERR_OFFSET, "rank %d: negative displacement %lld",
                        fh->rank, (long long)disp);
-  int rc = aggio__flatten(etype, &ef, msg, sizeof msg);
+  int rc = check_etype(fh, etype, esize, e);
   if (rc != 0)
-    return aggio__fail(e, rc, "rank %d: etype: %s", fh->rank, msg);
-  *esize = ef->size;
-  aggio__flat_release(ef);
-  if (*esize <= 0)
-    return aggio__fail(e, AGGIO_ERR_TYPE, "rank %d: etype has size 0", fh->rank);
+    return rc;
   rc = aggio__flatten(filetype, ft, msg, sizeof msg);
   if (rc != 0)
     return aggio__fail(e, rc, "rank %d: filetype: %s", fh->rank, msg);
-  if ((*ft)->size % *esize != 0 || (*ft)->size == 0)
-    rc = aggio__fail(e, AGGIO_ERR_TYPE, "rank %d: filetype size %lld is not a "
-                     "positive multiple of the etype size %lld", fh->rank,
-                     (long long)(*ft)->size, (long long)*esize);
-  else if ((*ft)->n > 0 && (*ft)->off[0] < 0)
-    rc = aggio__fail(e, AGGIO_ERR_TYPE, "rank %d: filetype has a negative "
-                     "displacement (%lld); MPI-IO requires non-negative ones",
-                     fh->rank, (long long)(*ft)->off[0]);
-  else if (!aggio__flat_is_monotonic(*ft))
-    rc = aggio__fail(e, AGGIO_ERR_TYPE, "rank %d: filetype displacements must "
-                     "be monotonically non-decreasing and not overlap", fh->rank);
+  rc = filetype_rules(fh, *ft, *esize, e);
   if (rc != 0) {
     aggio__flat_release(*ft);
     *ft = NULL;

@@ -82,6 +82,22 @@ int aggio__flat_is_monotonic(const struct aggio__flat *f) {
   return f->n == 0 || f->off[0] + f->extent >= f->off[f->n - 1];
 }
 
+int aggio__flat_is_disjoint(const struct aggio__flat *f) {
+  /* gaps as unsigned differences: pieces may lie far apart */
+  for (int64_t i = 1; i < f->n; i++)
+    if (f->off[i] < f->off[i - 1] ||
+        (uint64_t)f->off[i] - (uint64_t)f->off[i - 1] < (uint64_t)f->len[i - 1])
+      return 0;
+  if (f->n == 0)
+    return 1;
+  /* the next tile starts at off[0] + extent, after the last piece ends */
+  int64_t next, end;
+  if (__builtin_add_overflow(f->off[0], f->extent, &next) ||
+      __builtin_add_overflow(f->off[f->n - 1], f->len[f->n - 1], &end))
+    return 0;
+  return next >= end;
+}
+
 /* Index of the piece holding in-tile data byte r (0 <= r < size): the last i
  * with prefix[i] <= r. */
 static int64_t find_piece(const struct aggio__flat *f, int64_t r) {
@@ -96,6 +112,15 @@ static int64_t find_piece(const struct aggio__flat *f, int64_t r) {
   return lo;
 }
 
+/* *at = base + tile * extent + off[i] + skip, or 1 if that overflows (a
+ * view or an offset near INT64_MAX: an error for the caller, not a wrap). */
+static int piece_offset(const struct aggio__flat *f, int64_t base, int64_t tile, int64_t i,
+                        int64_t skip, int64_t *at) {
+  int64_t x;
+  return __builtin_mul_overflow(tile, f->extent, &x) || __builtin_add_overflow(x, base, &x) ||
+         __builtin_add_overflow(x, f->off[i], &x) || __builtin_add_overflow(x, skip, at);
+}
+
 int aggio__flat_map(const struct aggio__flat *f, int64_t base, int64_t pos,
                     int64_t nbytes, struct aggio__extents *out) {
   if (nbytes <= 0)
@@ -107,11 +132,12 @@ int aggio__flat_map(const struct aggio__flat *f, int64_t base, int64_t pos,
   int64_t i = find_piece(f, r);
   int64_t skip = r - f->prefix[i]; /* start mid-piece */
   while (nbytes > 0) {
-    int64_t take = f->len[i] - skip;
+    int64_t take = f->len[i] - skip, at;
     if (take > nbytes)
       take = nbytes;
-    int rc = aggio__extents_push(out, base + tile * f->extent + f->off[i] + skip,
-                                 take);
+    if (piece_offset(f, base, tile, i, skip, &at))
+      return AGGIO_ERR_OVERFLOW; /* the view reaches past INT64_MAX */
+    int rc = aggio__extents_push(out, at, take);
     if (rc)
       return rc;
     nbytes -= take;

@@ -42,9 +42,15 @@ int aggio__flat_is_contiguous(const struct aggio__flat *f, int64_t count);
  * requires of a filetype). */
 int aggio__flat_is_monotonic(const struct aggio__flat *f);
 
+/* 1 if, tiled, no byte is covered twice and pieces never go back: what
+ * MPI-IO requires of the etype and the filetype of a file opened for
+ * writing. */
+int aggio__flat_is_disjoint(const struct aggio__flat *f);
+
 /* Appends to `out` the byte ranges, relative to `base`, that hold data-stream
  * bytes [pos, pos + nbytes) of the type tiled without end.  Adjacent ranges
- * coalesce.  0 or AGGIO_ERR_NOMEM. */
+ * coalesce.  0, AGGIO_ERR_NOMEM, or AGGIO_ERR_OVERFLOW when a range would
+ * reach past INT64_MAX. */
 int aggio__flat_map(const struct aggio__flat *f, int64_t base, int64_t pos,
                     int64_t nbytes, struct aggio__extents *out);
 

@@ -500,8 +500,9 @@ int aggio__hints_parse_env(const char *spec, const char *path, aggio__hint_cb cb
  * One "key value" per line: the key is the first word, the value the rest
  * of the line without surrounding white space.  Lines whose first non-blank
  * character is '#' are comments; as in ROMIO, a '#' later in a line is part
- * of the value.  Blank lines are skipped; a key without a value is an error
- * (the first is reported) and the other lines still count.
+ * of the value.  Blank lines are skipped; a key without a value, or a line
+ * holding a NUL byte (a binary file, or a text editor's accident), is an
+ * error (the first is reported) and the other lines still count.
  */
 
 /* Handles one line [b, e); returns 0, or -1 if it is malformed. */
@@ -526,26 +527,32 @@ static int file_line(const char *b, const char *e, char *scratch, aggio__hint_cb
   return 0;
 }
 
-int aggio__hints_parse_file(const char *text, aggio__hint_cb cb, void *ctx, char *err,
-                            size_t errlen) {
+int aggio__hints_parse_file(const char *text, size_t len, aggio__hint_cb cb, void *ctx,
+                            char *err, size_t errlen) {
   put_err(err, errlen, "%s", "");
   if (!text || !cb)
     return 0;
-  char *scratch = malloc(strlen(text) + 2);
+  char *scratch = malloc(len + 2);
   if (!scratch) {
     put_err(err, errlen, "out of memory");
     return -1;
   }
   int failed = 0, lineno = 0;
-  const char *b = text;
-  while (*b) {
-    const char *e = strchr(b, '\n');
+  const char *b = text, *end = text + len;
+  while (b < end) {
+    const char *e = memchr(b, '\n', (size_t)(end - b));
     if (!e)
-      e = b + strlen(b);
+      e = end;
     lineno++;
-    if (file_line(b, e, scratch, cb, ctx, lineno, err, errlen, failed))
+    if (memchr(b, '\0', (size_t)(e - b))) {
+      if (!failed)
+        put_err(err, errlen, "line %d holds a NUL byte (not a text file?); line skipped",
+                lineno);
       failed = 1;
-    b = *e ? e + 1 : e;
+    } else if (file_line(b, e, scratch, cb, ctx, lineno, err, errlen, failed)) {
+      failed = 1;
+    }
+    b = e < end ? e + 1 : e;
   }
   free(scratch);
   return failed ? -1 : 0;

@@ -155,8 +155,11 @@ int aggio__hints_parse_env(const char *spec, const char *path, aggio__hint_cb cb
                            void *ctx, char *err, size_t errlen);
 
 /* Hints file syntax (ROMIO_HINTS): one "key value" per line, '#' comments,
- * blank lines ignored.  Returns 0, or -1 with the first bad line in err. */
-int aggio__hints_parse_file(const char *text, aggio__hint_cb cb, void *ctx,
+ * blank lines ignored.  text holds len bytes (the whole file; it need not
+ * end in NUL): a line holding a NUL byte is an error and is skipped, the
+ * lines after it still count.  Returns 0, or -1 with the first bad line in
+ * err. */
+int aggio__hints_parse_file(const char *text, size_t len, aggio__hint_cb cb, void *ctx,
                             char *err, size_t errlen);
 
 #endif

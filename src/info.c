@@ -5,6 +5,7 @@
  * (AGGIO_HINTS_DISPLAY=1, like MPICH_MPIIO_HINTS_DISPLAY), and returned as
  * an MPI_Info by aggio_file_get_info.
  */
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,8 +18,25 @@ struct apply_ctx {
   enum aggio__hint_source source;
 };
 
-/* Keeps a warning with the hints (first ones win when they do not fit). */
+/* 1 when msg is already one of the "; "-separated warnings in list. */
+static int has_warning(const char *list, const char *msg) {
+  size_t m = strlen(msg);
+  for (const char *p = list; (p = strstr(p, msg)) != NULL; p++) {
+    int starts = p == list || (p - list >= 2 && p[-2] == ';' && p[-1] == ' ');
+    if (starts && (p[m] == '\0' || (p[m] == ';' && p[m + 1] == ' ')))
+      return 1;
+  }
+  return 0;
+}
+
+/* Keeps a warning with the hints (first ones win when they do not fit).
+ * set_info and set_view apply the environment again on top of the new
+ * info, so the same malformed value is met again: it is kept once. */
 static void warn(struct aggio__hints *h, const char *fmt, const char *a, const char *b) {
+  char msg[sizeof h->warnings];
+  snprintf(msg, sizeof msg, fmt, a, b);
+  if (has_warning(h->warnings, msg))
+    return;
   size_t n = strlen(h->warnings);
   if (n + 4 >= sizeof h->warnings)
     return;
@@ -26,7 +44,7 @@ static void warn(struct aggio__hints *h, const char *fmt, const char *a, const c
     memcpy(h->warnings + n, "; ", 3);
     n += 2;
   }
-  snprintf(h->warnings + n, sizeof h->warnings - n, fmt, a, b);
+  snprintf(h->warnings + n, sizeof h->warnings - n, "%s", msg);
 }
 
 /* Malformed values keep the previous value, with a warning. */
@@ -37,42 +55,48 @@ static void apply_one(void *vctx, const char *key, const char *value) {
     warn(c->h, "%s%s", msg, "");
 }
 
-static char *read_text_file(const char *path) {
+/* The whole file and its length in *len; NULL with errno set when it
+ * cannot be read (fopen succeeds on a directory: the read says EISDIR). */
+static char *read_whole_file(const char *path, size_t *len) {
   FILE *f = fopen(path, "r");
   if (!f)
     return NULL;
   size_t cap = 4096, n = 0;
   char *buf = malloc(cap);
   while (buf) {
-    size_t got = fread(buf + n, 1, cap - n - 1, f);
-    n += got;
-    if (got == 0)
+    n += fread(buf + n, 1, cap - n, f);
+    if (n < cap)
+      break; /* end of file or an error, told apart below */
+    char *nb = realloc(buf, cap * 2);
+    if (!nb) {
+      free(buf);
+      buf = NULL;
+      errno = ENOMEM;
       break;
-    if (n + 1 >= cap) {
-      char *nb = realloc(buf, cap * 2);
-      if (!nb) {
-        free(buf);
-        buf = NULL;
-        break;
-      }
-      buf = nb;
-      cap *= 2;
     }
+    buf = nb;
+    cap *= 2;
   }
+  int failed = buf && ferror(f), saved = errno;
   fclose(f);
-  if (buf)
-    buf[n] = '\0';
+  if (failed) {
+    free(buf);
+    errno = saved ? saved : EIO;
+    return NULL;
+  }
+  *len = n;
   return buf;
 }
 
 static void apply_file(struct apply_ctx *c, const char *path) {
   char err[256];
-  char *text = read_text_file(path);
+  size_t len = 0;
+  char *text = read_whole_file(path, &len);
   if (!text) {
-    warn(c->h, "cannot read AGGIO_HINTS_FILE %s%s", path, "");
+    warn(c->h, "cannot read AGGIO_HINTS_FILE %s (%s)", path, strerror(errno));
     return;
   }
-  if (aggio__hints_parse_file(text, apply_one, c, err, sizeof err) != 0)
+  if (aggio__hints_parse_file(text, len, apply_one, c, err, sizeof err) != 0)
     warn(c->h, "%s: %s", path, err);
   free(text);
 }

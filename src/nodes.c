@@ -7,31 +7,24 @@
  * aggio_emulate_nodes=N splits each real node's ranks into N emulated nodes
  * of consecutive ranks, named "<host>#<i>".  The choice of aggregators is
  * pure planning code (plan.c); this file only gathers its inputs.
+ *
+ * Cost at open, P ranks on N nodes: one allgather of 8 bytes per rank, a
+ * sort to number the nodes (node_ids.c, O(P log P)), and one allgather of
+ * the N node names from each node's first rank (as ROMIO gathers names to
+ * one rank rather than every name to every rank).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
+#include "node_ids.h"
 #include "plan.h"
 
 struct node_key {
   int leader; /* rank (in fh->comm) of the real node's first rank */
   int emu;    /* emulated node index within the real node */
 };
-
-/* Numbers nodes by first appearance in rank order. */
-static int number_nodes(aggio_file fh, const struct node_key *keys) {
-  int n = 0;
-  for (int r = 0; r < fh->nprocs; r++) {
-    int id = -1;
-    for (int q = 0; q < r && id < 0; q++)
-      if (keys[q].leader == keys[r].leader && keys[q].emu == keys[r].emu)
-        id = fh->node_of_rank[q];
-    fh->node_of_rank[r] = id >= 0 ? id : n++;
-  }
-  return n;
-}
 
 /* Node keys of all ranks: real node leader and emulated index. */
 static int gather_keys(aggio_file fh, struct node_key *keys,
@@ -63,40 +56,62 @@ static int gather_keys(aggio_file fh, struct node_key *keys,
   return 0;
 }
 
-/* Host names of all ranks, then one name per node. */
-static int name_nodes(aggio_file fh, const struct node_key *keys,
-                      struct aggio__err *e) {
+/* The first rank of each node (in fh->comm order) sends its host name; every
+ * rank receives the nnodes names, at the place of their node's number. */
+static int gather_node_hosts(aggio_file fh, char *hosts, struct aggio__err *e) {
+  int *counts = calloc((size_t)fh->nprocs, sizeof *counts);
+  int *displs = calloc((size_t)fh->nprocs, sizeof *displs);
+  unsigned char *seen = calloc((size_t)fh->nnodes, 1);
+  int rc = 0;
+  if (!counts || !displs || !seen)
+    rc = aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: out of memory", fh->rank);
+  for (int r = 0; rc == 0 && r < fh->nprocs; r++) {
+    int id = fh->node_of_rank[r];
+    if (!seen[id]) {
+      seen[id] = 1;
+      counts[r] = MPI_MAX_PROCESSOR_NAME;
+      displs[r] = id * MPI_MAX_PROCESSOR_NAME;
+    }
+  }
   char mine[MPI_MAX_PROCESSOR_NAME] = {0};
   int len = 0;
   MPI_Get_processor_name(mine, &len);
-  char *all = malloc((size_t)fh->nprocs * MPI_MAX_PROCESSOR_NAME);
+  if (rc == 0 &&
+      MPI_Allgatherv(mine, counts[fh->rank], MPI_CHAR, hosts, counts, displs, MPI_CHAR,
+                     fh->comm) != MPI_SUCCESS)
+    rc = aggio__fail(e, AGGIO_ERR_MPI, "rank %d: MPI_Allgatherv failed", fh->rank);
+  free(counts);
+  free(displs);
+  free(seen);
+  return rc;
+}
+
+/* One name per node: its host, and "#<i>" for emulated node i. */
+static int name_nodes(aggio_file fh, const struct node_key *keys, struct aggio__err *e) {
+  char *hosts = calloc((size_t)fh->nnodes, MPI_MAX_PROCESSOR_NAME);
   fh->node_names = calloc((size_t)fh->nnodes, sizeof *fh->node_names);
-  if (!all || !fh->node_names) {
-    free(all);
+  if (!hosts || !fh->node_names) {
+    free(hosts);
     return aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: out of memory", fh->rank);
   }
-  MPI_Allgather(mine, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all,
-                MPI_MAX_PROCESSOR_NAME, MPI_CHAR, fh->comm);
+  int rc = gather_node_hosts(fh, hosts, e);
   int emulated = fh->hints.emulate_nodes.num > 0;
-  for (int r = 0; r < fh->nprocs; r++) {
+  for (int r = 0; rc == 0 && r < fh->nprocs; r++) {
     int id = fh->node_of_rank[r];
     if (fh->node_names[id])
       continue;
-    const char *host = all + (size_t)r * MPI_MAX_PROCESSOR_NAME;
+    const char *host = hosts + (size_t)id * MPI_MAX_PROCESSOR_NAME;
     size_t n = strnlen(host, MPI_MAX_PROCESSOR_NAME) + 16;
     fh->node_names[id] = malloc(n);
     if (!fh->node_names[id])
-      break;
-    if (emulated)
-      snprintf(fh->node_names[id], n, "%s#%d", host, keys[r].emu);
+      rc = aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: out of memory", fh->rank);
+    else if (emulated)
+      snprintf(fh->node_names[id], n, "%.*s#%d", MPI_MAX_PROCESSOR_NAME, host, keys[r].emu);
     else
-      snprintf(fh->node_names[id], n, "%s", host);
+      snprintf(fh->node_names[id], n, "%.*s", MPI_MAX_PROCESSOR_NAME, host);
   }
-  free(all);
-  for (int i = 0; i < fh->nnodes; i++)
-    if (!fh->node_names[i])
-      return aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: out of memory", fh->rank);
-  return 0;
+  free(hosts);
+  return rc;
 }
 
 int aggio__topology(aggio_file fh, struct aggio__err *e) {
@@ -109,8 +124,10 @@ int aggio__topology(aggio_file fh, struct aggio__err *e) {
   }
   int rc = gather_keys(fh, keys, e);
   if (rc == 0) {
-    fh->nnodes = number_nodes(fh, keys);
-    rc = name_nodes(fh, keys, e);
+    _Static_assert(sizeof(struct node_key) == 2 * sizeof(int), "keys are int pairs");
+    fh->nnodes = aggio__number_nodes(fh->nprocs, (const int *)keys, fh->node_of_rank);
+    rc = fh->nnodes < 0 ? aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: out of memory", fh->rank)
+                        : name_nodes(fh, keys, e);
   }
   free(keys);
   if (rc != 0)

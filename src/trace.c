@@ -18,22 +18,9 @@
 
 #include "internal.h"
 
-#define TRACE_VERSION 1u
-#define TRACE_HEADER_SIZE 64
-#define TRACE_RANK_ENTRY_SIZE 32
 #define TRACE_TAG 0x5a17 /* clock ping-pong on fh->comm */
 #define TRACE_SYNC_ROUNDS 8
 #define TRACE_INITIAL_RECORDS 4096
-
-/* One record, laid out exactly as in the file (little-endian hosts write it
- * as is; big-endian hosts swap at close). */
-struct trace_rec {
-  double t_start, t_end;
-  int64_t offset, length, type_size;
-  uint16_t op, flags;
-  int32_t rank;
-};
-_Static_assert(sizeof(struct trace_rec) == 48, "trace record must be 48 bytes");
 
 struct aggio__trace {
   char *path;          /* expanded trace path (same on all ranks) */
@@ -42,7 +29,7 @@ struct aggio__trace {
   double clock_base;   /* rank 0's CLOCK_MONOTONIC at open */
   double offset_max;   /* rank 0: largest |clock correction| over ranks */
   int64_t memory;      /* the bound in bytes, for the metadata */
-  struct trace_rec *rec;
+  struct aggio__trace_rec *rec;
   uint64_t n, cap, max; /* stored, allocated, allowed (memory / 48) */
   uint64_t dropped;
   void *aux;           /* rank 0: nprocs x 16 bytes of scratch for the
@@ -64,7 +51,7 @@ static int trace_grow(struct aggio__trace *tr) {
   uint64_t ncap = tr->cap ? tr->cap * 2 : TRACE_INITIAL_RECORDS;
   if (ncap > tr->max)
     ncap = tr->max;
-  struct trace_rec *p = realloc(tr->rec, (size_t)ncap * sizeof *p);
+  struct aggio__trace_rec *p = realloc(tr->rec, (size_t)ncap * sizeof *p);
   if (!p) {
     tr->max = tr->cap; /* out of memory: the bound is what we have */
     return -1;
@@ -88,8 +75,8 @@ void aggio__trace_record(struct aggio__trace *tr, int op, int64_t offset,
     return;
   }
   if (op_is_collective(op))
-    flags |= 2;
-  struct trace_rec *r = &tr->rec[tr->n++];
+    flags |= AGGIO_TRACE_FLAG_COLLECTIVE;
+  struct aggio__trace_rec *r = &tr->rec[tr->n++];
   r->t_start = t0 + tr->delta;
   r->t_end = t1 + tr->delta;
   r->offset = offset;
@@ -237,7 +224,7 @@ static int trace_setup(struct aggio_file_s *fh, const char *pat,
                        int64_t memory_bytes, struct aggio__trace *tr) {
   tr->rank = fh->rank;
   tr->memory = memory_bytes < 0 ? 0 : memory_bytes;
-  tr->max = (uint64_t)tr->memory / sizeof(struct trace_rec);
+  tr->max = (uint64_t)tr->memory / sizeof(struct aggio__trace_rec);
   if (tr->max > 0 && trace_grow(tr) != 0)
     return AGGIO_ERR_NOMEM;
   if (fh->rank != 0)
@@ -283,6 +270,12 @@ int aggio__trace_open(struct aggio_file_s *fh, const char *path,
 
 /* ---- close: the file -------------------------------------------------------- */
 
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+static void put_u16(unsigned char *p, uint16_t v) {
+  p[0] = (unsigned char)v;
+  p[1] = (unsigned char)(v >> 8);
+}
+#endif
 static void put_u32(unsigned char *p, uint32_t v) {
   for (int i = 0; i < 4; i++)
     p[i] = (unsigned char)(v >> (8 * i));
@@ -412,7 +405,7 @@ static unsigned char *build_head(struct aggio_file_s *fh, struct aggio__trace *t
     return NULL;
   }
   int n = fh->nprocs;
-  size_t tab = (size_t)TRACE_HEADER_SIZE + (size_t)TRACE_RANK_ENTRY_SIZE * (size_t)n;
+  size_t tab = AGGIO_TRACE_HEADER_SIZE + (size_t)AGGIO_TRACE_RANK_ENTRY_SIZE * (size_t)n;
   size_t total = (tab + meta.n + 7) & ~(size_t)7;
   unsigned char *h = calloc(1, total);
   if (!h) {
@@ -421,25 +414,27 @@ static unsigned char *build_head(struct aggio_file_s *fh, struct aggio__trace *t
   }
   uint64_t nrec = 0, ndrop = 0;
   for (int r = 0; r < n; r++) {
-    unsigned char *e = h + TRACE_HEADER_SIZE + (size_t)TRACE_RANK_ENTRY_SIZE * (size_t)r;
-    put_u64(e, nrec);
-    put_u64(e + 8, cd[2 * r]);
-    put_u64(e + 16, cd[2 * r + 1]);
-    put_u32(e + 24, (uint32_t)(fh->node_of_rank ? fh->node_of_rank[r] : -1));
-    put_u32(e + 28, (uint32_t)is_aggregator(fh, r));
+    unsigned char *e =
+        h + AGGIO_TRACE_HEADER_SIZE + (size_t)AGGIO_TRACE_RANK_ENTRY_SIZE * (size_t)r;
+    put_u64(e + AGGIO_TRACE_RANK_first, nrec);
+    put_u64(e + AGGIO_TRACE_RANK_count, cd[2 * r]);
+    put_u64(e + AGGIO_TRACE_RANK_dropped, cd[2 * r + 1]);
+    put_u32(e + AGGIO_TRACE_RANK_node,
+            (uint32_t)(fh->node_of_rank ? fh->node_of_rank[r] : -1));
+    put_u32(e + AGGIO_TRACE_RANK_aggregator, (uint32_t)is_aggregator(fh, r));
     nrec += cd[2 * r];
     ndrop += cd[2 * r + 1];
   }
-  memcpy(h, "AGGIOTRC", 8);
-  put_u32(h + 8, TRACE_VERSION);
-  put_u32(h + 12, (uint32_t)n);
-  put_u32(h + 16, (uint32_t)sizeof(struct trace_rec));
-  put_u32(h + 20, 0);
-  put_u64(h + 24, nrec);
-  put_u64(h + 32, ndrop);
-  put_u64(h + 40, meta.n);
-  put_u64(h + 48, total);
-  put_f64(h + 56, tr->clock_base);
+  memcpy(h + AGGIO_TRACE_HDR_magic, AGGIO_TRACE_MAGIC, 8);
+  put_u32(h + AGGIO_TRACE_HDR_version, AGGIO_TRACE_VERSION);
+  put_u32(h + AGGIO_TRACE_HDR_nranks, (uint32_t)n);
+  put_u32(h + AGGIO_TRACE_HDR_record_size, AGGIO_TRACE_RECORD_SIZE);
+  put_u32(h + AGGIO_TRACE_HDR_flags, 0);
+  put_u64(h + AGGIO_TRACE_HDR_total_records, nrec);
+  put_u64(h + AGGIO_TRACE_HDR_total_dropped, ndrop);
+  put_u64(h + AGGIO_TRACE_HDR_meta_len, meta.n);
+  put_u64(h + AGGIO_TRACE_HDR_records_offset, total);
+  put_f64(h + AGGIO_TRACE_HDR_clock_base, tr->clock_base);
   memcpy(h + tab, meta.s, meta.n);
   free(meta.s);
   *len = total;
@@ -462,21 +457,19 @@ static int write_all(int fd, const void *buf, size_t len, off_t off) {
   return 0;
 }
 
-static void records_to_le(struct trace_rec *r, uint64_t n) {
+static void records_to_le(struct aggio__trace_rec *r, uint64_t n) {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
   for (uint64_t i = 0; i < n; i++) {
-    struct trace_rec x = r[i];
+    struct aggio__trace_rec x = r[i];
     unsigned char *p = (unsigned char *)&r[i];
-    put_f64(p, x.t_start);
-    put_f64(p + 8, x.t_end);
-    put_u64(p + 16, (uint64_t)x.offset);
-    put_u64(p + 24, (uint64_t)x.length);
-    put_u64(p + 32, (uint64_t)x.type_size);
-    p[40] = (unsigned char)x.op;
-    p[41] = (unsigned char)(x.op >> 8);
-    p[42] = (unsigned char)x.flags;
-    p[43] = (unsigned char)(x.flags >> 8);
-    put_u32(p + 44, (uint32_t)x.rank);
+    put_f64(p + offsetof(struct aggio__trace_rec, t_start), x.t_start);
+    put_f64(p + offsetof(struct aggio__trace_rec, t_end), x.t_end);
+    put_u64(p + offsetof(struct aggio__trace_rec, offset), (uint64_t)x.offset);
+    put_u64(p + offsetof(struct aggio__trace_rec, length), (uint64_t)x.length);
+    put_u64(p + offsetof(struct aggio__trace_rec, type_size), (uint64_t)x.type_size);
+    put_u16(p + offsetof(struct aggio__trace_rec, op), x.op);
+    put_u16(p + offsetof(struct aggio__trace_rec, flags), x.flags);
+    put_u32(p + offsetof(struct aggio__trace_rec, rank), (uint32_t)x.rank);
   }
 #else
   (void)r;

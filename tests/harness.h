@@ -1,19 +1,29 @@
 /*
  * harness.h - the tests' tiny harness: one assertion macro that records the
- * failure with file and line and carries on, and a summary at the end.
+ * failure with file and line and carries on, a way to skip with a reason,
+ * and a summary at the end that is the test's exit status.
  *
  * Unit tests:   CHECK(cond, "fmt", ...); ...; return test_summary();
  * MPI tests:    same, then test_summary_mpi(comm) agrees across ranks, so
  *               the test fails if any rank saw a failure.
+ *
+ * Exit status: 1 when a check failed, and also when no check ran at all (a
+ * test that checks nothing proves nothing); TEST_SKIPPED (77, ctest's
+ * SKIP_RETURN_CODE for every test here) when test_skip() was called and
+ * nothing failed, so that ctest counts a skip as a skip, not a pass.
  */
 #ifndef AGGIO_TEST_HARNESS_H
 #define AGGIO_TEST_HARNESS_H
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#define TEST_SKIPPED 77
+
 static int test_failures;
 static int test_checks;
+static int test_skips;
 
 #define CHECK(cond, ...)                                                       \
   do {                                                                         \
@@ -26,20 +36,48 @@ static int test_checks;
     }                                                                          \
   } while (0)
 
+/* Records that part of the test could not run here, and prints why on a
+ * line starting "SKIP" (scripts/test lists these lines). */
+static inline void test_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static inline void test_skip(const char *fmt, ...) {
+  va_list ap;
+  test_skips++;
+  printf("SKIP: ");
+  va_start(ap, fmt);
+  vprintf(fmt, ap);
+  va_end(ap);
+  printf("\n");
+  fflush(stdout);
+}
+
+/* The exit status for these totals (see the top of this file). */
+static inline int test_status(int checks, int failures, int skips) {
+  if (failures)
+    return 1;
+  if (skips)
+    return TEST_SKIPPED;
+  if (checks == 0) {
+    fprintf(stderr, "FAIL: no check ran (a test that checks nothing fails)\n");
+    return 1;
+  }
+  return 0;
+}
+
 static inline int test_summary(void) {
-  printf("%d checks, %d failed\n", test_checks, test_failures);
-  return test_failures ? 1 : 0;
+  printf("%d checks, %d failed%s\n", test_checks, test_failures,
+         test_skips ? ", some skipped" : "");
+  return test_status(test_checks, test_failures, test_skips);
 }
 
 #ifdef MPI_VERSION
 static inline int test_summary_mpi(MPI_Comm comm) {
-  int total = 0, checks = 0, rank;
+  int mine[3] = {test_failures, test_checks, test_skips}, all[3] = {0, 0, 0}, rank;
   MPI_Comm_rank(comm, &rank);
-  MPI_Allreduce(&test_failures, &total, 1, MPI_INT, MPI_SUM, comm);
-  MPI_Allreduce(&test_checks, &checks, 1, MPI_INT, MPI_SUM, comm);
+  MPI_Allreduce(mine, all, 3, MPI_INT, MPI_SUM, comm);
   if (rank == 0)
-    printf("%d checks on all ranks, %d failed\n", checks, total);
-  return total ? 1 : 0;
+    printf("%d checks on all ranks, %d failed%s\n", all[1], all[0],
+           all[2] ? ", some skipped" : "");
+  return test_status(all[1], all[0], all[2]);
 }
 
 /* Directory for test files: $AGGIO_TEST_DIR or /tmp. */

@@ -94,7 +94,11 @@ def _side(value, open_text, unit=""):
 def build(paths: list[str], th, time=None, ranks=None, call=None) -> tuple[str, list]:
     """The HTML text for the inputs and what was damaged in them (raises
     InputError)."""
-    from plotly.offline import get_plotlyjs
+    try:
+        from plotly.offline import get_plotlyjs
+    except ImportError as exc:  # an optional dependency (aggio[report])
+        raise InputError("drawing the report needs Plotly "
+                         "(pip install 'aggio[report]')") from exc
 
     from .html.page import render
     jobs = load_jobs(paths)

@@ -118,7 +118,7 @@ def _read_meta(path, raw, nranks, meta_len):
         return {}
     try:
         meta = json.loads(text)
-    except json.JSONDecodeError as exc:
+    except (json.JSONDecodeError, RecursionError) as exc:  # nesting too deep
         raise TraceError(f"{path}: metadata is not JSON ({exc})") from exc
     return meta if isinstance(meta, dict) else {}
 

@@ -1,20 +1,50 @@
 #!/usr/bin/env bash
 # Installs aggio into a scratch prefix, then builds the README example twice,
 # once with pkg-config and once with CMake's find_package(aggio), and runs
-# both at 2 ranks.  Args: build-dir source-dir mpicc mpiexec [mpiexec flags]
+# both at 2 ranks; the installed aggio-bench must start from the prefix alone
+# (its RPATH).  With --static first, it builds a static libaggio.a from the
+# sources into the scratch prefix and checks the same against it.
+# Args: [--static] build-dir source-dir mpicc mpiexec [mpiexec flags]
 set -euo pipefail
+static=0
+if [ "${1:-}" = --static ]; then
+  static=1
+  shift
+fi
 build=$1 src=$2 cc=$3 run=$4
 shift 4
 prefix=$(mktemp -d)
 trap 'rm -rf "$prefix"' EXIT
+if [ $static = 1 ]; then
+  # A build of its own, configured as a packager would for libaggio.a.
+  cmake -S "$src" -B "$prefix/build" -DBUILD_SHARED_LIBS=OFF -DAGGIO_BUILD_TESTS=OFF \
+    -DMPI_C_COMPILER="$cc" -DMPIEXEC_EXECUTABLE="$run" >"$prefix/configure.log" 2>&1 \
+    || { cat "$prefix/configure.log"; exit 1; }
+  cmake --build "$prefix/build" -j 2 >"$prefix/build.log" 2>&1 || { cat "$prefix/build.log"; exit 1; }
+  build="$prefix/build"
+fi
 cmake --install "$build" --prefix "$prefix" >/dev/null
 test -f "$prefix/include/aggio.h"
-test -f "$prefix/lib/pkgconfig/aggio.pc" || test -f "$prefix/lib/x86_64-linux-gnu/pkgconfig/aggio.pc"
-pcdir=$(dirname "$(find "$prefix" -name aggio.pc | head -1)")
-libdir=$(dirname "$(find "$prefix" -name 'libaggio.so' | head -1)")
-export PKG_CONFIG_PATH="$pcdir"
-"$cc" "$src/examples/hello_aggio.c" $(pkg-config --cflags --libs aggio) \
-  -Wl,-rpath,"$libdir" -o "$prefix/hello_pc"
+test -f "$prefix/include/aggio_version.h"
+pc=$(find "$prefix" -path "$prefix/build" -prune -o -name aggio.pc -print | head -1)
+test -n "$pc"
+export PKG_CONFIG_PATH="$(dirname "$pc")"
+if [ $static = 1 ]; then
+  lib=$(find "$prefix" -path "$prefix/build" -prune -o -name 'libaggio.a' -print | head -1)
+  test -n "$lib" || { echo "no libaggio.a installed"; exit 1; }
+  if find "$prefix" -path "$prefix/build" -prune -o -name 'libaggio.so*' -print | grep -q .; then
+    echo "a static build installed a shared libaggio"
+    exit 1
+  fi
+  pcflags=$(pkg-config --static --cflags --libs aggio)
+else
+  lib=$(find "$prefix" -name 'libaggio.so' | head -1)
+  test -n "$lib" || { echo "no libaggio.so installed"; exit 1; }
+  pcflags="$(pkg-config --cflags --libs aggio) -Wl,-rpath,$(dirname "$lib")"
+fi
+libdir=$(dirname "$lib")
+# shellcheck disable=SC2086 # pkg-config's output is a list of flags
+"$cc" "$src/examples/hello_aggio.c" $pcflags -o "$prefix/hello_pc"
 "$run" -n 2 "$@" "$prefix/hello_pc" "$prefix/out1.dat"
 cmake -S "$src/tests/install/consumer" -B "$prefix/consumer" \
   -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_C_COMPILER="$cc" \
@@ -23,4 +53,9 @@ cmake -S "$src/tests/install/consumer" -B "$prefix/consumer" \
 cmake --build "$prefix/consumer" >/dev/null
 "$run" -n 2 "$@" "$prefix/consumer/hello_aggio" "$prefix/out2.dat"
 cmp "$prefix/out1.dat" "$prefix/out2.dat"
-echo "install check: ok"
+if [ -x "$prefix/bin/aggio-bench" ]; then
+  # no LD_LIBRARY_PATH: the installed program finds libaggio by its RPATH
+  env -u LD_LIBRARY_PATH "$prefix/bin/aggio-bench" -h >/dev/null \
+    || { echo "installed aggio-bench -h failed"; exit 1; }
+fi
+echo "install check ($([ $static = 1 ] && echo static || echo shared)): ok"

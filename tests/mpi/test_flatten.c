@@ -20,10 +20,18 @@
 #include "harness.h"
 
 /* The buffer positions (relative to the origin) of the bytes MPI_Pack
- * produces for count instances of type; NULL when the type packs nothing. */
+ * produces for count instances of type (none when the type packs nothing). */
 static int64_t *pack_positions(MPI_Datatype type, int count, int64_t *nbytes,
                                int64_t *lo_out, int64_t *span_out) {
-  MPI_Count tlb, text, lb, ext;
+  MPI_Count tlb, text, lb, ext, size;
+  MPI_Type_size_x(type, &size);
+  if (size == 0 || count == 0) {
+    /* Nothing packs.  The true extent of an empty type is not meaningful
+     * (Open MPI gives INT64_MAX), and adding to it would overflow. */
+    *nbytes = *lo_out = 0;
+    *span_out = 1;
+    return calloc(1, sizeof(int64_t));
+  }
   MPI_Type_get_true_extent_x(type, &tlb, &text);
   MPI_Type_get_extent_x(type, &lb, &ext);
   int64_t last = (int64_t)(count > 0 ? count - 1 : 0) * ext;

@@ -1,7 +1,8 @@
 /*
  * test_info.c - hints through their three sources and their precedence,
  * hints changed after open (set_info, set_view), hints the file system
- * cannot honour, and a collective whose ranks pass different infos.
+ * cannot honour, a collective whose ranks pass different infos, a hints
+ * file that cannot be read or holds a NUL byte, and warnings kept once.
  *
  * aggio-test-ranks: 1 2 4
  */
@@ -91,12 +92,15 @@ static void test_after_open(const char *path, int rank, int nprocs) {
     rc = aggio_file_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native",
                              rank == 0 ? other : MPI_INFO_NULL);
     MPI_Info_free(&other);
-    CHECK(rc == AGGIO_ERR_HINT_MISMATCH || (rank != 0 && rc != AGGIO_SUCCESS),
-          "differing infos: rank %d got %d (%s)", rank, rc, aggio_strerror(rc));
+    /* every rank sees the mismatch itself (the hints are compared on all
+     * ranks), so every rank returns the mismatch code, not another error */
+    CHECK(rc == AGGIO_ERR_HINT_MISMATCH, "differing infos: rank %d got %d (%s)", rank, rc,
+          aggio_strerror(rc));
     MPI_Info_free(&info);
     info = info1("cb_buffer_size", rank == 0 ? "2m" : "4m");
     rc = aggio_file_set_info(fh, info);
-    CHECK(rc != AGGIO_SUCCESS, "differing set_info succeeded on rank %d", rank);
+    CHECK(rc == AGGIO_ERR_HINT_MISMATCH, "differing set_info: rank %d got %d (%s)", rank,
+          rc, aggio_strerror(rc));
     /* every rank, rank 0 included, is told which hint differs */
     CHECK(strstr(aggio_error_message(), "cb_buffer_size") != NULL,
           "rank %d: the mismatch message does not name the hint: %s", rank,
@@ -117,6 +121,77 @@ static void test_after_open(const char *path, int rank, int nprocs) {
   info_value(fh, "aggio_strategy_selected", v, sizeof v);
   CHECK(strcmp(v, "write_behind") == 0, "aggio_strategy_selected: %s", v);
   aggio_file_close(&fh);
+}
+
+/* Occurrences of needle in s. */
+static int count_of(const char *s, const char *needle) {
+  int n = 0;
+  for (const char *p = s; (p = strstr(p, needle)) != NULL; p += strlen(needle))
+    n++;
+  return n;
+}
+
+/* A hints file that cannot be read (a directory) is a warning; a NUL byte
+ * in one is a warning too, and the lines after it still apply. */
+static void test_hints_file_problems(const char *path, int rank) {
+  char hints_file[600], v[MPI_MAX_INFO_VAL + 1];
+  aggio_file fh;
+  setenv("AGGIO_HINTS_FILE", test_dir(), 1); /* a directory */
+  int rc = aggio_file_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR,
+                           MPI_INFO_NULL, &fh);
+  CHECK(rc == AGGIO_SUCCESS, "open with a directory as hints file: %s", aggio_error_message());
+  if (rc == AGGIO_SUCCESS) {
+    info_value(fh, "aggio_hint_warnings", v, sizeof v);
+    CHECK(strstr(v, "cannot read AGGIO_HINTS_FILE") && strstr(v, test_dir()),
+          "a directory as hints file is reported: %s", v);
+    aggio_file_close(&fh);
+  }
+  snprintf(hints_file, sizeof hints_file, "%s.nul-hints", path);
+  if (rank == 0) {
+    static const char text[] = "cb_nodes 1\nromio_ds_write\0 disable\ncb_buffer_size 65536\n";
+    FILE *f = fopen(hints_file, "w");
+    fwrite(text, 1, sizeof text - 1, f);
+    fclose(f);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  setenv("AGGIO_HINTS_FILE", hints_file, 1);
+  rc = aggio_file_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL,
+                       &fh);
+  CHECK(rc == AGGIO_SUCCESS, "open: %s", aggio_error_message());
+  if (rc == AGGIO_SUCCESS) {
+    info_value(fh, "cb_buffer_size", v, sizeof v);
+    CHECK(strcmp(v, "65536") == 0, "the line after a NUL byte applies: cb_buffer_size %s", v);
+    info_value(fh, "aggio_hint_warnings", v, sizeof v);
+    CHECK(strstr(v, "line 2") && strstr(v, "NUL"), "the NUL byte is reported: %s", v);
+    aggio_file_close(&fh);
+  }
+  unsetenv("AGGIO_HINTS_FILE");
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0)
+    unlink(hints_file);
+}
+
+/* set_info and set_view apply AGGIO_HINTS again: its malformed value is
+ * still warned about, once. */
+static void test_warning_once(const char *path) {
+  char v[MPI_MAX_INFO_VAL + 1];
+  aggio_file fh;
+  setenv("AGGIO_HINTS", "*:cb_nodes=-1", 1);
+  int rc = aggio_file_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR,
+                           MPI_INFO_NULL, &fh);
+  CHECK(rc == AGGIO_SUCCESS, "open: %s", aggio_error_message());
+  if (rc == AGGIO_SUCCESS) {
+    MPI_Info info = info1("cb_buffer_size", "1m");
+    rc = aggio_file_set_info(fh, info);
+    CHECK(rc == AGGIO_SUCCESS, "set_info: %s", aggio_error_message());
+    rc = aggio_file_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", info);
+    CHECK(rc == AGGIO_SUCCESS, "set_view: %s", aggio_error_message());
+    MPI_Info_free(&info);
+    info_value(fh, "aggio_hint_warnings", v, sizeof v);
+    CHECK(count_of(v, "hint cb_nodes") == 1, "the warning is kept once: %s", v);
+    aggio_file_close(&fh);
+  }
+  unsetenv("AGGIO_HINTS");
 }
 
 /* A hint the file system cannot honour is kept and marked. */
@@ -144,6 +219,8 @@ int main(int argc, char **argv) {
   test_precedence(path, rank);
   test_after_open(path, rank, nprocs);
   test_ignored(path);
+  test_hints_file_problems(path, rank);
+  test_warning_once(path);
   MPI_Barrier(MPI_COMM_WORLD);
   if (rank == 0)
     unlink(path);

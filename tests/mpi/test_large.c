@@ -76,7 +76,7 @@ static int run(const char *path, const struct layout *L, int64_t file_size,
   MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   if (!all_ok) {
     if (rank == 0)
-      printf("SKIP large: cannot allocate %" PRId64 " MiB per rank\n", L->mib);
+      test_skip("large: cannot allocate %" PRId64 " MiB per rank", L->mib);
     free(buf);
     return 0;
   }
@@ -195,9 +195,10 @@ int main(int argc, char **argv) {
   const char *skip = getenv("AGGIO_TEST_SKIP_LARGE");
   if (skip && *skip && strcmp(skip, "0") != 0) {
     if (rank == 0)
-      printf("SKIP large: AGGIO_TEST_SKIP_LARGE is set\n");
+      test_skip("large: AGGIO_TEST_SKIP_LARGE is set");
+    int rc = test_summary_mpi(MPI_COMM_WORLD);
     MPI_Finalize();
-    return 0;
+    return rc;
   }
   const char *dir = getenv("AGGIO_TEST_LARGE_DIR");
   const char *m = getenv("AGGIO_TEST_LARGE_MIB");

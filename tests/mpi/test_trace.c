@@ -433,9 +433,10 @@ int main(int argc, char **argv) {
   unsetenv("AGGIO_HINTS");
   if (nprocs > 64) {
     if (rank == 0)
-      printf("skipped: more than 64 ranks\n");
+      test_skip("more than 64 ranks");
+    int rc = test_summary_mpi(MPI_COMM_WORLD);
     MPI_Finalize();
-    return 0;
+    return rc;
   }
   test_roundtrip();
   test_overflow();

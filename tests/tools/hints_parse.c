@@ -38,7 +38,7 @@ static void print_pair(void *ctx, const char *key, const char *value) {
   }
 }
 
-static char *read_all(const char *path) {
+static char *read_all(const char *path, size_t *out_len) {
   FILE *f = fopen(path, "rb");
   if (!f)
     return NULL;
@@ -57,6 +57,7 @@ static char *read_all(const char *path) {
   fclose(f);
   if (text)
     text[len] = '\0';
+  *out_len = len;
   return text;
 }
 
@@ -68,12 +69,13 @@ int main(int argc, char **argv) {
   if (argc == 4 && strcmp(argv[1], "env") == 0) {
     rc = aggio__hints_parse_env(argv[2], argv[3], print_pair, &c, err, sizeof err);
   } else if (argc == 3 && strcmp(argv[1], "file") == 0) {
-    char *text = read_all(argv[2]);
+    size_t len = 0;
+    char *text = read_all(argv[2], &len);
     if (!text) {
       fprintf(stderr, "aggio_hints_parse: cannot read %s\n", argv[2]);
       return 1;
     }
-    rc = aggio__hints_parse_file(text, print_pair, &c, err, sizeof err);
+    rc = aggio__hints_parse_file(text, len, print_pair, &c, err, sizeof err);
     free(text);
   } else {
     fprintf(stderr, "usage: %s env SPEC PATH | file FILE\n", argv[0]);

@@ -190,6 +190,27 @@ static void test_monotonic(void) {
   aggio__flat_free(f);
 }
 
+static void test_disjoint(void) {
+  int64_t off[] = {0, 8, 16}, len[] = {4, 8, 4};
+  struct aggio__flat *f = aggio__flat_new(off, len, 3, 0, 20);
+  CHECK(aggio__flat_is_disjoint(f), "pieces end before the next starts");
+  aggio__flat_free(f);
+  f = aggio__flat_new(off, len, 3, 0, 19); /* the next tile starts at 19 < 20 */
+  CHECK(aggio__flat_is_monotonic(f) && !aggio__flat_is_disjoint(f), "tiles overlap");
+  aggio__flat_free(f);
+  int64_t off2[] = {0, 4}, len2[] = {8, 8}; /* [0,8) and [4,12) */
+  f = aggio__flat_new(off2, len2, 2, 0, 12);
+  CHECK(aggio__flat_is_monotonic(f) && !aggio__flat_is_disjoint(f), "blocks overlap");
+  aggio__flat_free(f);
+  int64_t off3[] = {4, 0}, len3[] = {4, 4};
+  f = aggio__flat_new(off3, len3, 2, 0, 8);
+  CHECK(!aggio__flat_is_disjoint(f), "going back is not disjoint either");
+  aggio__flat_free(f);
+  f = aggio__flat_new(off3, len3, 0, 0, 0);
+  CHECK(aggio__flat_is_disjoint(f), "an empty type is disjoint");
+  aggio__flat_free(f);
+}
+
 static void test_negative_offsets(void) {
   /* lb < 0: pieces before the origin, e.g. a resized type with lb -8 */
   int64_t off[] = {-8, 0, 4}, len[] = {4, 2, 2};
@@ -273,7 +294,49 @@ static void test_short_unpack(void) {
   aggio__flat_free(f);
 }
 
+/* Ranges whose end passes INT64_MAX are refused with AGGIO_ERR_OVERFLOW
+ * before any arithmetic overflows (UBSan fails the sanitizer build on it);
+ * ranges that end exactly at INT64_MAX are fine, and merge. */
+static void test_extents_near_int64_max(void) {
+  struct aggio__extents l = {0};
+  CHECK(aggio__extents_push(&l, INT64_MAX - 2, 4) == AGGIO_ERR_OVERFLOW,
+        "[INT64_MAX-2, +4) passes INT64_MAX");
+  CHECK(l.n == 0, "a refused range is not stored (n %zu)", l.n);
+  CHECK(aggio__extents_push(&l, INT64_MAX - 10, 5) == 0, "[max-10, +5)");
+  CHECK(aggio__extents_push(&l, INT64_MAX - 5, 5) == 0, "[max-5, +5) ends at max");
+  CHECK(l.n == 1 && l.v[0].off == INT64_MAX - 10 && l.v[0].len == 10,
+        "touching ranges at the top merge: n %zu len %lld", l.n,
+        (long long)(l.n ? l.v[0].len : 0));
+  CHECK(aggio__extents_push(&l, INT64_MAX, 1) == AGGIO_ERR_OVERFLOW, "[max, +1)");
+  aggio__extents_clear(&l);
+  CHECK(aggio__extents_push(&l, INT64_MIN, 8) == 0 && aggio__extents_push(&l, 100, 1) == 0,
+        "a range far below the last one");
+  CHECK(aggio__extents_push(&l, INT64_MAX - 1, 1) == 0 && l.n == 3,
+        "far above: no merge, no overflow computing the gap (n %zu)", l.n);
+  aggio__extents_free(&l);
+}
+
+/* Mapping a view whose tiles would pass INT64_MAX is an error, not a wrap. */
+static void test_map_near_int64_max(void) {
+  int64_t off[] = {0}, len[] = {4};
+  struct aggio__flat *f = aggio__flat_new(off, len, 1, 0, 8);
+  struct aggio__extents out = {0};
+  CHECK(aggio__flat_map(f, INT64_MAX - 6, 0, 4, &out) == 0 && out.n == 1 &&
+            out.v[0].off == INT64_MAX - 6,
+        "the first tile fits below INT64_MAX");
+  aggio__extents_clear(&out);
+  CHECK(aggio__flat_map(f, INT64_MAX - 6, 8, 4, &out) == AGGIO_ERR_OVERFLOW,
+        "tile 2 starts past INT64_MAX");
+  aggio__extents_clear(&out);
+  CHECK(aggio__flat_map(f, 0, INT64_MAX - 3, 4, &out) == AGGIO_ERR_OVERFLOW,
+        "stream position near INT64_MAX: tile * extent overflows");
+  aggio__extents_free(&out);
+  aggio__flat_free(f);
+}
+
 int main(void) {
+  test_extents_near_int64_max();
+  test_map_near_int64_max();
   test_coalesce_and_prefix();
   test_empty();
   test_map_tiles();
@@ -281,6 +344,7 @@ int main(void) {
   test_map_many_pieces();
   test_contiguous();
   test_monotonic();
+  test_disjoint();
   test_negative_offsets();
   test_pack_roundtrip();
   test_short_unpack();

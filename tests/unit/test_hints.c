@@ -515,7 +515,7 @@ static void test_env_malformed(void) {
 
 static int file(const char *text, struct pairs *p, char *err, size_t errlen) {
   memset(p, 0, sizeof *p);
-  return aggio__hints_parse_file(text, collect, p, err, errlen);
+  return aggio__hints_parse_file(text, strlen(text), collect, p, err, errlen);
 }
 
 static void test_file(void) {
@@ -552,7 +552,25 @@ static void test_file(void) {
   CHECK(rc == 0 && p.n == 0, "only comments");
   rc = file("a 1\n\nb 2", &p, err, sizeof err);
   CHECK(rc == 0 && p.n == 2, "no final newline");
-  CHECK(aggio__hints_parse_file(NULL, collect, &p, err, sizeof err) == 0, "NULL text");
+  CHECK(aggio__hints_parse_file(NULL, 0, collect, &p, err, sizeof err) == 0, "NULL text");
+}
+
+/* A NUL byte does not end the file: its line is an error, later lines count;
+ * the text need not be NUL-terminated. */
+static void test_file_nul_and_length(void) {
+  struct pairs p;
+  char err[200];
+  static const char text[] = "cb_nodes 4\nstriping_unit 1m\0junk\nstriping_factor 2\n";
+  memset(&p, 0, sizeof p);
+  int rc = aggio__hints_parse_file(text, sizeof text - 1, collect, &p, err, sizeof err);
+  CHECK(rc == -1 && strstr(err, "line 2") && strstr(err, "NUL"), "NUL reported: %s", err);
+  CHECK(p.n == 2 && has_pair(&p, 0, "cb_nodes", "4") && has_pair(&p, 1, "striping_factor", "2"),
+        "the line with the NUL is skipped, the next one applies (%d pairs)", p.n);
+  memset(&p, 0, sizeof p);
+  char unterminated[] = {'c', 'b', '_', 'n', 'o', 'd', 'e', 's', ' ', '7', 'X'};
+  rc = aggio__hints_parse_file(unterminated, 10, collect, &p, err, sizeof err);
+  CHECK(rc == 0 && p.n == 1 && has_pair(&p, 0, "cb_nodes", "7"),
+        "only len bytes are read (%d pairs)", p.n);
 }
 
 /* All three sources applied in precedence order, as open does. */
@@ -594,6 +612,7 @@ int main(void) {
   test_env_quoting();
   test_env_malformed();
   test_file();
+  test_file_nul_and_length();
   test_precedence();
   return test_summary();
 }

@@ -44,7 +44,11 @@ def load_darshan(path: str) -> Job:
             f"{path}: damaged or truncated Darshan log: {layout.size} bytes of the "
             f"{layout.expected} its header promises; even the job and file-name "
             "records are cut, so nothing can be read")
-    import darshan  # imported here: the trace-only paths need no PyDarshan
+    try:
+        import darshan  # imported here: the trace-only paths need no PyDarshan
+    except ImportError as exc:  # an optional dependency (aggio[darshan])
+        raise DarshanError(f"{path}: reading Darshan logs needs PyDarshan "
+                           "(pip install 'aggio[darshan]')") from exc
     with _c_stderr() as messages:
         try:
             report = darshan.DarshanReport(path, read_all=False)

@@ -14,6 +14,11 @@ from ..model import (OPS, MPIIO, POSIX, READ, WRITE, OPEN, CLOSE, SYNC, META,
 
 DEFAULT_ALIGNMENT = 4096
 
+# A record's times are seconds since the header's clock_base; no job runs
+# longer than this (about 116 days), so a time beyond it is damage.
+MAX_SECONDS = 1e7
+INT64_MAX = np.iinfo(np.int64).max
+
 # trace op code -> (layer, kind); 0 marks codes the format does not define.
 _LAYER = np.zeros(64, np.uint8)
 _KIND = np.zeros(64, np.uint8)
@@ -28,9 +33,18 @@ for _code, _layer, _kind in ((1, MPIIO, WRITE), (2, MPIIO, READ), (3, MPIIO, WRI
 def load_traces(paths: list[str]) -> Job:
     """Reads aggio traces (raises fmt.TraceError for unreadable ones)."""
     traces = [fmt.read_trace(p) for p in paths]
+    for tr in traces:
+        if not np.isfinite(tr.clock_base):
+            raise fmt.TraceError(f"{tr.path}: clock_base {tr.clock_base} is not a time")
+        _drop_invalid_records(tr)
+        _check_meta(tr)
     job = Job(source=", ".join(paths), kind="aggio-trace", has_ops=True,
               modules={"AGGIO-TRACE"})
     base = min(t.clock_base for t in traces)
+    far = [t.path for t in traces if t.clock_base - base > MAX_SECONDS]
+    if far:
+        raise fmt.TraceError(f"{', '.join(far)}: clock_base more than {MAX_SECONDS:g} s "
+                             "after the other traces': not traces of one job")
     parts = []
     for index, tr in enumerate(traces):
         job.files.append(_file_info(tr))
@@ -52,6 +66,87 @@ def load_traces(paths: list[str]) -> Job:
     if len(job.ops):
         job.runtime = float(job.ops["t_end"].max() - min(0.0, job.ops["t_start"].min()))
     return job
+
+
+def record_problems(tr: fmt.Trace) -> dict[str, np.ndarray]:
+    """For each way a record can contradict the header or the format, a mask
+    of the records that do (a record may appear under several)."""
+    rec = tr.records
+    t0, t1 = rec["t_start"], rec["t_end"]
+    offset, length, tsize = rec["offset"], rec["length"], rec["type_size"]
+    with np.errstate(invalid="ignore"):
+        bad_time = ~(np.isfinite(t0) & np.isfinite(t1) & (np.abs(t0) <= MAX_SECONDS)
+                     & (np.abs(t1) <= MAX_SECONDS))
+        backwards = t1 < t0
+    room = INT64_MAX - np.maximum(offset, 0)      # >= 0: no overflow here
+    too_long = (length > 0) & (length > room // np.maximum(tsize, 1))
+    problems = {
+        "rank outside the header's nranks": (rec["rank"] < 0) | (rec["rank"] >= tr.nranks),
+        "unknown operation code": ~np.isin(rec["op"], list(fmt.OP_NAMES)),
+        "time not finite or beyond 1e7 s": bad_time,
+        "ends before it starts": backwards & ~bad_time,
+        "negative length or type size": (length < 0) | (tsize < 0),
+        "offset below -1": offset < -1,
+        "byte range past 2^63": too_long & (length >= 0) & (tsize >= 0),
+    }
+    placed = _rank_by_position(tr)
+    if placed is not None:
+        problems["rank differs from its rank-table slot"] = rec["rank"] != placed
+    return problems
+
+
+def _rank_by_position(tr: fmt.Trace):
+    """The rank each record's position gives by the rank table (records of
+    rank r are first..first+count-1), or None when the table is itself
+    inconsistent (read_trace has warned about that)."""
+    counts = tr.ranks["count"].astype(np.int64) if tr.nranks else np.zeros(0, np.int64)
+    if int(counts.sum()) != len(tr.records):
+        return None
+    first = np.concatenate(([0], np.cumsum(counts)[:-1])) if tr.nranks else counts
+    if not np.array_equal(tr.ranks["first"].astype(np.int64), first):
+        return None
+    return np.repeat(np.arange(tr.nranks, dtype=np.int64), counts)
+
+
+def _drop_invalid_records(tr: fmt.Trace) -> None:
+    """Keeps only the records consistent with the header, and says how many
+    were rejected and why (a damaged trace must not turn into a report of
+    absurd times, ranks or offsets)."""
+    if len(tr.records) == 0:
+        return
+    problems = record_problems(tr)
+    bad = np.zeros(len(tr.records), bool)
+    for mask in problems.values():
+        bad |= mask
+    n = int(bad.sum())
+    if n == 0:
+        return
+    why = ", ".join(f"{reason}: {int(mask.sum())}" for reason, mask in problems.items()
+                    if mask.any())
+    tr.warnings.append(f"{n} of {len(tr.records)} records rejected as damaged ({why})")
+    tr.records = tr.records[~bad]
+
+
+def _check_meta(tr: fmt.Trace) -> None:
+    """Metadata keys of the wrong type are dropped with a warning."""
+    meta = tr.meta
+    wrong = []
+    if not isinstance(meta.get("hints", {}), dict):
+        wrong.append("hints")
+        meta.pop("hints")
+    if meta.get("hints"):
+        meta["hints"] = {str(k): str(v) for k, v in meta["hints"].items()}
+    aggr = meta.get("aggregators")
+    if aggr is not None and not (isinstance(aggr, list) and all(
+            isinstance(r, int) and not isinstance(r, bool) and 0 <= r < tr.nranks
+            for r in aggr)):
+        wrong.append("aggregators")
+        meta.pop("aggregators")
+    if not isinstance(meta.get("path", ""), str):
+        wrong.append("path")
+        meta.pop("path")
+    if wrong:
+        tr.warnings.append(f"metadata ignored, not as the format says: {', '.join(wrong)}")
 
 
 def _file_info(tr: fmt.Trace) -> FileInfo:
