@@ -105,7 +105,7 @@ static int prepare(struct call *c, struct aggio__access *acc, struct aggio__err 
   else
     rc = aggio__extents_push(&acc->file, fh->view.disp + pos, acc->nbytes);
   if (rc != 0)
-    return aggio__fail(e, rc, "rank %d: out of memory mapping the view", fh->rank);
+    return aggio__fail(e, rc, "rank %d: mapping the view: %s", fh->rank, aggio_strerror(rc));
   if (aggio__flat_is_contiguous(c->mem, c->count)) {
     acc->stream = (char *)c->buf + (c->mem->n ? c->mem->off[0] : 0);
     return 0;
@@ -184,13 +184,14 @@ static int run_call(struct call *c) {
   if (fh->stats) /* from t0 on, the calls' time is tiled by the phases */
     aggio__phase_add(fh->stats, c->packed ? AGGIO_P_PACK : AGGIO_P_PLAN, op.t_mark - t0);
   aggio__op_wait(&op);
+  int64_t type_size = c->mem ? c->mem->size : 0; /* finish_call releases c->mem */
   finish_call(c, &op);
   aggio__op_account(&op, AGGIO_P_PACK);
   aggio__op_free(&op);
   double t1 = fh->stats ? op.t_mark : fh->trace ? aggio__now() : 0.0;
   if (fh->trace)
     aggio__trace_record_locked(fh, trace_op(c), c->offset, c->count,
-                               c->mem ? c->mem->size : 0, t0, t1, c->collective ? 2 : 0);
+                               type_size, t0, t1, c->collective ? 2 : 0);
   if (fh->stats)
     fh->stats->api_time += t1 - t0;
   return aggio__finish(&op.err);
@@ -301,13 +302,19 @@ int aggio_file_get_byte_offset(aggio_file fh, MPI_Offset offset, MPI_Offset *dis
     aggio__fail(&e, fh ? AGGIO_ERR_ARG : AGGIO_ERR_BAD_FILE, "NULL argument");
   else if (offset < 0)
     aggio__fail(&e, AGGIO_ERR_OFFSET, "rank %d: negative offset", fh->rank);
+  else if (offset > INT64_MAX / fh->view.etype_size ||
+           !view_fits(fh, offset * fh->view.etype_size, 1))
+    aggio__fail(&e, AGGIO_ERR_OVERFLOW, "rank %d: offset %lld overflows the file's offsets",
+                fh->rank, (long long)offset);
   else if (!fh->view.ft)
     *disp = fh->view.disp + offset * fh->view.etype_size;
-  else if (aggio__flat_map(fh->view.ft, fh->view.disp, offset * fh->view.etype_size,
-                           1, &x) != 0)
-    aggio__fail(&e, AGGIO_ERR_NOMEM, "rank %d: out of memory", fh->rank);
-  else
-    *disp = x.v[0].off;
+  else {
+    int rc = aggio__flat_map(fh->view.ft, fh->view.disp, offset * fh->view.etype_size, 1, &x);
+    if (rc != 0)
+      aggio__fail(&e, rc, "rank %d: mapping the view: %s", fh->rank, aggio_strerror(rc));
+    else
+      *disp = x.v[0].off;
+  }
   aggio__extents_free(&x);
   return aggio__finish(&e);
 }

@@ -190,7 +190,8 @@ static int64_t round_nearest(int64_t x, int64_t a) {
   if (a <= 0)
     return x;
   int64_t down = x - (x % a);
-  return (x - down) * 2 >= a ? down + a : down;
+  /* up only when there is room: near INT64_MAX the rounding goes down */
+  return (x - down) >= a - (x - down) && down <= INT64_MAX - a ? down + a : down;
 }
 
 void aggio__file_domains(int64_t gmin, int64_t gmax, int naggr, int64_t align,

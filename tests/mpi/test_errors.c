@@ -478,6 +478,26 @@ static void t_access_args(struct ectx *c, const char *strategy) {
   expect_either(c, what, rc, AGGIO_ERR_OVERFLOW, AGGIO_ERR_OFFSET);
   expect_agreed_error(c, what, rc);
   still_usable(c, fh, what, 4);
+  /* a byte range ending past INT64_MAX: an error, and no signed overflow
+   * on the way (UBSan watches in the sanitizer builds) */
+  expect_ok(c, "set_view(byte)", aggio_file_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native",
+                                                      MPI_INFO_NULL));
+  snprintf(what, sizeof what, "write_at_all ending past INT64_MAX (%s)", strategy);
+  current_test = what;
+  rc = aggio_file_write_at_all(fh, bad ? INT64_MAX - 2 : c->rank, buf, 4, MPI_BYTE,
+                               MPI_STATUS_IGNORE);
+  expect_all(c, what, rc, AGGIO_ERR_OVERFLOW, c->last);
+  if (bad) {
+    rc = aggio_file_write_at(fh, INT64_MAX - 2, buf, 4, MPI_BYTE, MPI_STATUS_IGNORE);
+    expect_all(c, "write_at(INT64_MAX - 2, 4 bytes)", rc, AGGIO_ERR_OVERFLOW, c->rank);
+    MPI_Offset disp = 0;
+    rc = aggio_file_get_byte_offset(fh, INT64_MAX - 1, &disp);
+    CHECK(rc == 0 && disp == INT64_MAX - 1, "get_byte_offset(INT64_MAX - 1): %d, %lld", rc,
+          (long long)disp);
+    rc = aggio_file_get_byte_offset(fh, INT64_MAX, &disp);
+    CHECK(rc == AGGIO_ERR_OVERFLOW, "get_byte_offset(INT64_MAX): %d", rc);
+  }
+  still_usable(c, fh, what, 6);
 
   /* independent calls fail alone */
   current_test = "independent write_at negative offset";
