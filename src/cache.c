@@ -66,6 +66,8 @@ struct aggio__cache {
   int nslots;
   pthread_t thread[THREADS];
   int nthreads;
+  int leader;          /* the node's first rank: the one that reports
+                        * deferred failures, so each is reported once */
   int64_t seen_err;    /* deferred failures this rank has reported */
   double waited;       /* seconds this rank waited or helped (timers) */
 };
@@ -559,6 +561,8 @@ void aggio__cache_held(struct aggio__cache *c, int64_t *flags, int64_t *lo, int6
 }
 
 int aggio__cache_error(struct aggio__cache *c, struct aggio__err *e) {
+  if (!c->leader)
+    return 0; /* the agreement brings the leader's report to every rank */
   pthread_mutex_lock(&c->sh->lock);
   int64_t n = c->sh->err_count;
   int code = c->sh->err_code;
@@ -656,6 +660,9 @@ int aggio__cache_new(aggio_file fh, MPI_Comm comm, int64_t block, int nslots, in
   }
   if (host)
     start_threads(c);
+  int me;
+  MPI_Comm_rank(comm, &me);
+  c->leader = me == 0;
   *out = c;
   return 0;
 }

@@ -69,8 +69,9 @@ void aggio__cache_forget(struct aggio__cache *c, int64_t lo, int64_t hi);
 /* What the cache holds: ORs AGGIO_SF_CACHE_DIRTY / _CLEAN into *flags and
  * widens [*lo, *hi) to cover the written data it holds. */
 void aggio__cache_held(struct aggio__cache *c, int64_t *flags, int64_t *lo, int64_t *hi);
-/* A failure of a deferred write that this rank has not reported yet:
- * fills e and returns its code, else 0. */
+/* On the node's first rank, a failure of a deferred write not reported yet
+ * (each is reported once; the caller's agreement spreads it): fills e and
+ * returns its code, else 0.  0 on the other ranks. */
 int aggio__cache_error(struct aggio__cache *c, struct aggio__err *e);
 
 #endif

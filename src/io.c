@@ -60,14 +60,15 @@ static int view_fits(aggio_file fh, int64_t pos, int64_t nbytes) {
   int64_t disp = fh->view.disp;
   if (pos > INT64_MAX - nbytes || pos + nbytes > INT64_MAX - disp)
     return 0;
-  if (!ft || ft->size <= 0 || ft->n == 0)
+  if (!ft || ft->size <= 0 || ft->n == 0 || nbytes <= 0)
     return 1;
-  /* stream byte p lies in tile p / size, at most `tail` past its start */
+  /* the last stream byte lies in tile `last`, less than `tail` past the
+   * tile's start: the access ends below disp + last * extent + tail */
   int64_t tail = ft->off[ft->n - 1] + ft->len[ft->n - 1];
-  int64_t tiles = (pos + nbytes) / ft->size + 1;
+  int64_t last = (pos + nbytes - 1) / ft->size;
   if (tail > INT64_MAX - disp)
     return 0;
-  return ft->extent <= 0 || tiles <= (INT64_MAX - disp - tail) / ft->extent;
+  return ft->extent <= 0 || last <= (INT64_MAX - disp - tail) / ft->extent;
 }
 
 /* Checks the arguments; builds the access.  Local: no communication. */
