@@ -36,6 +36,7 @@ struct slot {
   int pins;            /* ranks copying into or out of it now */
   int valid;           /* bytes [0, valid_len) are the file's (loaded or written) */
   int stale;           /* BUSY loading: forgotten meanwhile, drop the result */
+  int ahead;           /* loaded ahead of the readers and not read yet */
   int64_t valid_len;
   int64_t block;       /* block index, -1 when FREE */
   uint64_t used;       /* clock of the last use (least recently used goes first) */
@@ -120,6 +121,7 @@ static struct slot *find(struct aggio__cache *c, int64_t block) {
 }
 
 static void reset(struct slot *s) {
+  s->ahead = 0;
   s->state = FREE;
   s->job = JOB_NONE;
   s->block = -1;
@@ -165,22 +167,25 @@ static void queue(struct aggio__cache *c, struct slot *s, int job) {
 
 /* A free slot, or a clean one to reuse (least recently used), or NULL.
  * With `evict`, the least recently used dirty slot is queued to be written
- * when nothing else is free (the caller then waits). */
+ * when nothing else is free (the caller then waits).  Without it (read-ahead)
+ * blocks loaded ahead and not read yet are kept: several readers' read-ahead
+ * must not evict each other's. */
 static struct slot *room(struct aggio__cache *c, int evict) {
-  struct slot *clean = NULL, *dirty = NULL;
+  struct slot *clean = NULL, *ahead = NULL, *dirty = NULL;
   for (int i = 0; i < c->nslots; i++) {
     struct slot *s = &c->sh->slot[i];
     if (s->state == FREE)
       return s;
     if (s->state != OPEN || s->pins > 0)
       continue;
-    if (s->nruns == 0 && (!clean || s->used < clean->used))
-      clean = s;
-    if (s->nruns > 0 && (!dirty || s->used < dirty->used))
-      dirty = s;
+    struct slot **best = s->nruns > 0 ? &dirty : s->ahead ? &ahead : &clean;
+    if (!*best || s->used < (*best)->used)
+      *best = s;
   }
   if (clean)
-    return clean;
+    return clean; /* a block already read: the cheapest to lose */
+  if (evict && ahead)
+    return ahead;
   if (evict && dirty) {
     queue(c, dirty, JOB_WRITE);
     count(c, AGGIO_C_CACHE_WAITS);
@@ -374,16 +379,23 @@ void aggio__cache_put(struct aggio__cache *c, int64_t off, int64_t len, const ch
 /* ---- reading through the cache ---------------------------------------------------------- */
 
 /* Queues loads of the blocks after `block` that are not held, into free or
- * clean slots only: read-ahead never waits and never evicts written data. */
+ * already-read slots only: read-ahead never waits, never evicts written data
+ * or another reader's blocks loaded ahead, and keeps at most half the slots
+ * loaded ahead and unread (several readers' streams then share the cache
+ * instead of evicting each other's blocks before they are read). */
 static void read_ahead(struct aggio__cache *c, int64_t block) {
-  int ahead = c->nslots / 2 < READ_AHEAD ? c->nslots / 2 : READ_AHEAD;
-  for (int64_t b = block + 1; b <= block + ahead; b++) {
+  int ahead = c->nslots / 2 < READ_AHEAD ? c->nslots / 2 : READ_AHEAD, unread = 0;
+  for (int i = 0; i < c->nslots; i++)
+    unread += c->sh->slot[i].state != FREE && c->sh->slot[i].ahead;
+  for (int64_t b = block + 1; b <= block + ahead && unread < c->nslots / 2; b++) {
     if (find(c, b))
       continue;
     struct slot *s = room(c, 0);
     if (!s)
       return;
     claim(c, s, b);
+    s->ahead = 1;
+    unread++;
     queue(c, s, JOB_LOAD);
   }
 }
@@ -394,6 +406,7 @@ static struct slot *slot_for_read(struct aggio__cache *c, int64_t block, int *rc
   for (;;) {
     struct slot *s = find(c, block);
     if (s && s->state == OPEN && s->valid) {
+      s->ahead = 0;
       s->pins++;
       s->used = ++c->sh->clock;
       count(c, AGGIO_C_CACHE_HITS);

@@ -398,33 +398,16 @@ int aggio__summary_interleaved(const struct aggio__call_summary *s) {
 
 /* ---- the auto rule -------------------------------------------------------- */
 
-/* The size threshold given the previous choice: twice as high to leave
- * aggregation, half as high to enter it, so that requests straddling it do
- * not switch strategy on every call. */
-static int64_t threshold(int64_t base, int previous) {
-  if (previous == AGGIO_AUTO_TWO_PHASE || previous == AGGIO_AUTO_WRITE_BEHIND)
-    return 2 * base;
-  if (previous == AGGIO_AUTO_INDEPENDENT)
-    return base / 2;
-  return base;
+/* A size threshold given the file's previous choice: twice as high to stay
+ * with `choice` once it was made, half as high to switch to it from
+ * another, so that requests straddling it do not switch on every call. */
+static int64_t threshold(int64_t base, int previous, int choice) {
+  if (previous < 0)
+    return base;
+  return previous == choice ? 2 * base : base / 2;
 }
 
-/* The aggregating choice once aggregation is decided: the node cache where
- * it can run and data need not cross nodes to fill a stripe, else
- * two-phase. */
-static int aggregate(const struct aggio__call_summary *s, const struct aggio__auto_in *in,
-                     char *why, size_t whylen, const char *reason) {
-  int interleaved = aggio__summary_interleaved(s);
-  if (in->wb != 0 && in->wb_usable && !(in->striped && in->nnodes > 1 && interleaved)) {
-    snprintf(why, whylen, "%s; the node cache accumulates them", reason);
-    return AGGIO_AUTO_WRITE_BEHIND;
-  }
-  snprintf(why, whylen, "%s%s", reason,
-           in->wb == 0 ? "; write-behind disabled"
-           : !in->wb_usable ? "; the node cache cannot run here"
-                            : "; ranks of several nodes interleave on a striped file system");
-  return AGGIO_AUTO_TWO_PHASE;
-}
+static int64_t max64_1(int64_t a) { return a > 0 ? a : 1; }
 
 int aggio__auto_decide(const struct aggio__call_summary *s, const struct aggio__auto_in *in,
                        char *why, size_t whylen) {
@@ -441,28 +424,40 @@ int aggio__auto_decide(const struct aggio__call_summary *s, const struct aggio__
     return AGGIO_AUTO_INDEPENDENT;
   }
   int64_t avg = s->pieces ? s->bytes / s->pieces : 0;
-  /* Requests below a cache block gain from accumulating into whole blocks
-   * (measured: docs/strategies.md); without the cache, below 1 MiB from
-   * being merged by an aggregator within the call. */
-  int64_t base = in->wb != 0 && in->wb_usable ? in->block : AGGIO_AUTO_SMALL;
-  int64_t small = threshold(base, in->previous);
-  char reason[96];
-  if (s->pieces > 0 && avg < small) {
-    snprintf(reason, sizeof reason, "small requests (avg %lld bytes < %lld)",
-             (long long)avg, (long long)small);
-    return aggregate(s, in, why, whylen, reason);
+  int64_t per_node = s->bytes / max64_1(in->nnodes);
+  int interleaved = aggio__summary_interleaved(s);
+  /* 1. Small requests in small calls: accumulating consecutive calls'
+   *    data into whole blocks beats handling each call alone (ior-hard,
+   *    4 KiB calls).  Not where a node's cache would hold parts of
+   *    stripes other nodes write too. */
+  int cache_ok = in->wb != 0 && in->wb_usable && !(in->striped && in->nnodes > 1);
+  int64_t wb_small = threshold(AGGIO_AUTO_WB_SMALL, in->previous, AGGIO_AUTO_WRITE_BEHIND);
+  if (cache_ok && s->pieces > 0 && avg < wb_small && per_node <= in->cache_bytes / 4) {
+    snprintf(why, whylen, "small requests in small calls (avg %lld bytes < %lld, %lld bytes "
+             "per node); the node cache accumulates them", (long long)avg, (long long)wb_small,
+             (long long)per_node);
+    return AGGIO_AUTO_WRITE_BEHIND;
   }
-  /* Large requests: on a striped file system interleaved ranks still fight
-   * over stripe locks (ROMIO's reason for collective buffering); elsewhere
-   * each rank writing its own large pieces is file-per-process I/O into
-   * one file and skips a copy. */
-  if (in->striped && aggio__summary_interleaved(s)) {
+  /* 2. Small pieces that interleave (or share stripes): an aggregator
+   *    merges them into large writes within the call. */
+  int64_t small = threshold(AGGIO_AUTO_SMALL, in->previous, AGGIO_AUTO_TWO_PHASE);
+  if (s->pieces > 0 && avg < small && (interleaved || s->most_pieces > 1 || in->striped)) {
+    snprintf(why, whylen, "small requests (avg %lld bytes < %lld) that %s", (long long)avg,
+             (long long)small, in->striped && !interleaved && s->most_pieces <= 1
+                                   ? "share stripes" : "interleave");
+    return AGGIO_AUTO_TWO_PHASE;
+  }
+  /* 3. Large requests: on a striped file system interleaved ranks still
+   *    fight over stripe locks (ROMIO's reason for collective buffering);
+   *    elsewhere each rank writing its own pieces is file-per-process I/O
+   *    into one file and skips a copy. */
+  if (in->striped && interleaved) {
     snprintf(why, whylen, "ranks interleave on a striped file system (avg request %lld bytes)",
              (long long)avg);
     return AGGIO_AUTO_TWO_PHASE;
   }
-  snprintf(why, whylen, "large requests (avg %lld bytes)%s", (long long)avg,
-           in->striped ? ", ranks do not interleave" : "");
+  snprintf(why, whylen, "%s requests (avg %lld bytes)%s", avg < small ? "contiguous" : "large",
+           (long long)avg, in->striped ? ", ranks do not interleave" : "");
   return AGGIO_AUTO_INDEPENDENT;
 }
 

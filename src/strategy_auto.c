@@ -22,14 +22,10 @@ static int cache_usable(aggio_file fh, const struct aggio__op *op) {
          !(fh->strategy_refused & (1u << aggio__strategy_write_behind.id));
 }
 
-/* Block size the node cache would use: the same rule as its set-up. */
-static int64_t cache_block(aggio_file fh) {
-  int64_t per_aggr = fh->hints.write_behind_size.num > 0 ? fh->hints.write_behind_size.num
-                                                         : 2 * fh->hints.cb_buffer_size.num;
-  int64_t block;
-  int nslots;
-  aggio__cache_geometry(per_aggr, fh->hints.striping_unit.num, fh->dio_align, &block, &nslots);
-  return block;
+/* The node cache's size per aggregator: the same rule as its set-up. */
+static int64_t cache_bytes(aggio_file fh) {
+  return fh->hints.write_behind_size.num > 0 ? fh->hints.write_behind_size.num
+                                             : 2 * fh->hints.cb_buffer_size.num;
 }
 
 static const struct aggio__strategy_ops *auto_choose(aggio_file fh, const struct aggio__op *op,
@@ -43,7 +39,7 @@ static const struct aggio__strategy_ops *auto_choose(aggio_file fh, const struct
       .no_indep_rw = (int)fh->hints.no_indep_rw.num,
       .striped = striped(fh),
       .nnodes = fh->nnodes,
-      .block = cache_block(fh),
+      .cache_bytes = cache_bytes(fh),
       .previous = fh->auto_previous,
   };
   /* Every rank holds the same previous choice: it came from the same

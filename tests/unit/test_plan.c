@@ -223,58 +223,79 @@ static void test_cache_geometry(void) {
 
 static struct aggio__auto_in auto_in(int is_write, int striped, int previous) {
   struct aggio__auto_in in = {.is_write = is_write, .cb = 2, .wb = 2, .wb_usable = 1,
-                              .striped = striped, .nnodes = 1, .block = 4 << 20,
+                              .striped = striped, .nnodes = 1, .cache_bytes = 32 << 20,
                               .previous = previous};
   return in;
 }
 
-static void test_auto(void) {
-  char why[192];
-  struct aggio__auto_in in = auto_in(1, 0, -1);
-  /* IO-500 ior-hard: one 47008-byte record per rank per call, adjacent */
-  int64_t lo[4], hi[4];
-  for (int r = 0; r < 4; r++) {
-    lo[r] = r * 47008;
-    hi[r] = lo[r] + 47008;
+/* n ranks, each with one contiguous record of `rec` bytes per call,
+ * adjacent (IOR's segmented layout with -t = -b). */
+static struct aggio__call_summary records(int n, int64_t rec) {
+  int64_t lo[64], hi[64];
+  for (int r = 0; r < n; r++) {
+    lo[r] = r * rec;
+    hi[r] = lo[r] + rec;
   }
-  struct aggio__call_summary hard = reduce_ranges(4, lo, hi, 1);
+  return reduce_ranges(n, lo, hi, 1);
+}
+
+static void test_auto(void) {
+  char why[256];
+  struct aggio__auto_in in = auto_in(1, 0, -1);
+  /* IO-500 ior-hard: one 47008-byte record per rank per call */
+  struct aggio__call_summary hard = records(4, 47008);
   CHECK(aggio__auto_decide(&hard, &in, why, sizeof why) == AGGIO_AUTO_WRITE_BEHIND,
         "ior-hard -> write-behind: %s", why);
   CHECK(strstr(why, "small requests") != NULL, "reason: %s", why);
+  /* without the cache, adjacent single records: independent on a local
+   * disk, two-phase on a striped one (they share stripes) */
   in.wb = 0;
+  CHECK(aggio__auto_decide(&hard, &in, why, sizeof why) == AGGIO_AUTO_INDEPENDENT,
+        "write-behind disabled, local disk -> independent: %s", why);
+  in.striped = 1;
   CHECK(aggio__auto_decide(&hard, &in, why, sizeof why) == AGGIO_AUTO_TWO_PHASE,
-        "write-behind disabled -> two_phase: %s", why);
+        "write-behind disabled, striped -> two_phase: %s", why);
   in = auto_in(1, 0, -1);
   in.wb_usable = 0;
-  CHECK(aggio__auto_decide(&hard, &in, why, sizeof why) == AGGIO_AUTO_TWO_PHASE,
-        "cache unusable -> two_phase: %s", why);
-  /* striped, several nodes, ranks interleave: stripe locks want two-phase */
+  CHECK(aggio__auto_decide(&hard, &in, why, sizeof why) == AGGIO_AUTO_INDEPENDENT,
+        "cache unusable -> independent: %s", why);
+  /* small pieces interleaved in large calls (strided, 100 records a rank):
+   * two-phase merges them within the call */
   int64_t slo[4], shi[4];
   for (int r = 0; r < 4; r++) {
     slo[r] = r * 47008;
     shi[r] = slo[r] + 100 * 4 * 47008;
   }
   struct aggio__call_summary strided = reduce_ranges(4, slo, shi, 100);
-  in = auto_in(1, 1, -1);
-  in.nnodes = 4;
+  in = auto_in(1, 0, -1);
   CHECK(aggio__auto_decide(&strided, &in, why, sizeof why) == AGGIO_AUTO_TWO_PHASE,
-        "interleaved on striped fs across nodes -> two_phase: %s", why);
-  in.nnodes = 1;
-  CHECK(aggio__auto_decide(&strided, &in, why, sizeof why) == AGGIO_AUTO_WRITE_BEHIND,
-        "one node -> write-behind: %s", why);
-  /* large requests (8 MiB per rank, disjoint): independent */
-  int64_t blo[4], bhi[4];
-  for (int r = 0; r < 4; r++) {
-    blo[r] = (int64_t)r << 23;
-    bhi[r] = ((int64_t)r + 1) << 23;
-  }
-  struct aggio__call_summary big = reduce_ranges(4, blo, bhi, 1);
-  in = auto_in(1, 1, -1);
-  CHECK(aggio__auto_decide(&big, &in, why, sizeof why) == AGGIO_AUTO_INDEPENDENT,
-        "large disjoint -> independent: %s", why);
+        "18 MiB calls of interleaved records -> two_phase: %s", why);
+  /* the same pieces in a small call stay in the cache */
+  struct aggio__call_summary few = reduce_ranges(4, slo, shi, 10);
+  few.bytes = 4 * 10 * 47008;
+  few.pieces = 40;
+  CHECK(aggio__auto_decide(&few, &in, why, sizeof why) == AGGIO_AUTO_WRITE_BEHIND,
+        "small interleaved call -> write-behind: %s", why);
+  /* several nodes on a striped file system: no node cache */
+  in.striped = 1;
+  in.nnodes = 4;
+  CHECK(aggio__auto_decide(&hard, &in, why, sizeof why) == AGGIO_AUTO_TWO_PHASE,
+        "ior-hard across nodes on a striped file system -> two_phase: %s", why);
+  in.striped = 0;
+  CHECK(aggio__auto_decide(&hard, &in, why, sizeof why) == AGGIO_AUTO_WRITE_BEHIND,
+        "ior-hard across nodes on a local file system -> write-behind: %s", why);
+  /* 1 MiB segments (the HPE case) and 256 KiB records: independent */
+  in = auto_in(1, 0, -1);
+  struct aggio__call_summary seg = records(4, 1 << 20);
+  CHECK(aggio__auto_decide(&seg, &in, why, sizeof why) == AGGIO_AUTO_INDEPENDENT,
+        "1 MiB segments -> independent: %s", why);
+  struct aggio__call_summary quarter = records(4, 256 << 10);
+  CHECK(aggio__auto_decide(&quarter, &in, why, sizeof why) == AGGIO_AUTO_INDEPENDENT,
+        "256 KiB records -> independent: %s", why);
   /* large and interleaved on a striped file system: two-phase */
   int64_t ilo[2] = {0, 1 << 20}, ihi[2] = {64 << 20, 65 << 20};
   struct aggio__call_summary inter = reduce_ranges(2, ilo, ihi, 4);
+  in = auto_in(1, 1, -1);
   CHECK(aggio__auto_decide(&inter, &in, why, sizeof why) == AGGIO_AUTO_TWO_PHASE,
         "large interleaved striped -> two_phase: %s", why);
   in.striped = 0;
@@ -283,45 +304,43 @@ static void test_auto(void) {
   /* hints */
   in = auto_in(1, 0, -1);
   in.cb = 1;
-  CHECK(aggio__auto_decide(&big, &in, why, sizeof why) == AGGIO_AUTO_TWO_PHASE,
+  CHECK(aggio__auto_decide(&seg, &in, why, sizeof why) == AGGIO_AUTO_TWO_PHASE,
         "romio_cb_write=enable");
   in.cb = 0;
   CHECK(aggio__auto_decide(&hard, &in, why, sizeof why) == AGGIO_AUTO_INDEPENDENT,
         "romio_cb_write=disable");
   in.wb = 1;
-  CHECK(aggio__auto_decide(&big, &in, why, sizeof why) == AGGIO_AUTO_WRITE_BEHIND,
+  CHECK(aggio__auto_decide(&seg, &in, why, sizeof why) == AGGIO_AUTO_WRITE_BEHIND,
         "aggio_write_behind=enable wins");
   in = auto_in(1, 0, -1);
   in.no_indep_rw = 1;
   CHECK(aggio__auto_decide(&hard, &in, why, sizeof why) == AGGIO_AUTO_TWO_PHASE,
         "romio_no_indep_rw forces two_phase");
-  /* hysteresis around the block size: 6 MiB requests stay aggregated once
-   * chosen, 3 MiB requests stay independent once chosen */
-  int64_t mlo[2] = {0, 6 << 20}, mhi[2] = {6 << 20, 12 << 20};
-  struct aggio__call_summary mid = reduce_ranges(2, mlo, mhi, 1);
+  /* hysteresis around 128 KiB: 200 KiB records stay in the cache once
+   * there, 100 KiB records stay independent once there */
+  struct aggio__call_summary mid = records(2, 200 << 10);
   in = auto_in(1, 0, -1);
   CHECK(aggio__auto_decide(&mid, &in, why, sizeof why) == AGGIO_AUTO_INDEPENDENT,
-        "6 MiB fresh -> independent: %s", why);
+        "200 KiB fresh -> independent: %s", why);
   in.previous = AGGIO_AUTO_WRITE_BEHIND;
   CHECK(aggio__auto_decide(&mid, &in, why, sizeof why) == AGGIO_AUTO_WRITE_BEHIND,
-        "6 MiB after write-behind stays: %s", why);
-  int64_t llo[2] = {0, 3 << 20}, lhi[2] = {3 << 20, 6 << 20};
-  struct aggio__call_summary low = reduce_ranges(2, llo, lhi, 1);
+        "200 KiB after write-behind stays: %s", why);
+  struct aggio__call_summary low = records(2, 100 << 10);
   in.previous = -1;
   CHECK(aggio__auto_decide(&low, &in, why, sizeof why) == AGGIO_AUTO_WRITE_BEHIND,
-        "3 MiB fresh -> write-behind: %s", why);
+        "100 KiB fresh -> write-behind: %s", why);
   in.previous = AGGIO_AUTO_INDEPENDENT;
   CHECK(aggio__auto_decide(&low, &in, why, sizeof why) == AGGIO_AUTO_INDEPENDENT,
-        "3 MiB after independent stays: %s", why);
-  /* without the cache the threshold is 1 MiB, as before */
-  in = auto_in(1, 0, -1);
-  in.wb_usable = 0;
-  CHECK(aggio__auto_decide(&low, &in, why, sizeof why) == AGGIO_AUTO_INDEPENDENT,
-        "3 MiB without cache -> independent: %s", why);
+        "100 KiB after independent stays: %s", why);
   /* reads follow the same rule */
   in = auto_in(0, 0, -1);
   CHECK(aggio__auto_decide(&hard, &in, why, sizeof why) == AGGIO_AUTO_WRITE_BEHIND,
         "small reads -> through the cache: %s", why);
+  /* ranks without data do not count */
+  int64_t nlo[2] = {0, 0}, nhi[2] = {0, 4 << 20};
+  struct aggio__call_summary none = reduce_ranges(2, nlo, nhi, 1);
+  CHECK(aggio__auto_decide(&none, &in, why, sizeof why) == AGGIO_AUTO_INDEPENDENT,
+        "one reader, large -> independent: %s", why);
 }
 
 int main(void) {
