@@ -93,6 +93,23 @@ def run_one(cell, rep, binary, json_path, timeout, log):
             "error": None if record else last_error(out, rc)}
 
 
+def results_from(records, sched, missing):
+    """The results of an earlier run from its JSON records: each scheduled
+    run takes the next record with its label, in order; a run without one
+    had failed (its error: `missing`)."""
+    by_label = {}
+    for rec in records:
+        by_label.setdefault(rec.get("label"), []).append(rec)
+    results = []
+    for rep, cell in sched:
+        label = f"{cell['flavor']}/{cell['np']}/{cell['pattern']}/{cell['config']}"
+        recs = by_label.get(label) or []
+        rec = recs.pop(0) if recs else None
+        results.append({"cell": cell, "rep": rep, "rc": 0 if rec else "missing", "seconds": 0.0,
+                        "record": rec, "error": None if rec else missing})
+    return results
+
+
 def remove_data(path):
     """Leaves no files behind, even after a failure."""
     data_dir, base = os.path.split(path)

@@ -24,6 +24,12 @@ def load():
     return plan, figures, report
 
 
+def load_runner():
+    load()
+    from matrixlib import runner
+    return runner
+
+
 def opts(plan, mode="full", **over):
     """plan.plan()'s options for a mode, as bench/matrix resolves them."""
     m = plan.MODES[mode]
@@ -142,6 +148,20 @@ class Ranks(unittest.TestCase):
 class Order(unittest.TestCase):
     def setUp(self):
         self.plan, _, _ = load()
+
+    def test_report_from_earlier_records(self):
+        """--report-from: each scheduled run takes the next record of its
+        label, in order; a run without one is a failure."""
+        runner = load_runner()
+        cells = [{"flavor": "openmpi", "np": 2, "pattern": "ior-hard", "config": c}
+                 for c in ("FPP", "AGGIO-auto")]
+        sched = [(rep, c) for rep in range(2) for c in cells]
+        recs = [{"label": "openmpi/2/ior-hard/FPP", "n": 1},
+                {"label": "openmpi/2/ior-hard/AGGIO-auto", "n": 2},
+                {"label": "openmpi/2/ior-hard/FPP", "n": 3}]
+        res = runner.results_from(recs, sched, "gone")
+        self.assertEqual([r["record"]["n"] if r["record"] else None for r in res], [1, 2, 3, None])
+        self.assertEqual(res[3]["error"], "gone")
 
     def test_interleaved_every_repetition(self):
         groups = self.plan.plan(opts(self.plan, patterns=["ior-hard", "hacc-aos"]))
