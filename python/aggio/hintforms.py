@@ -21,6 +21,7 @@ KNOWN_HINTS = {
     "romio_ds_write": "tristate", "romio_ds_read": "tristate",
     "aggio_strategy": "strategy", "aggio_direct_io": "tristate",
     "aggio_node_shm": "tristate", "aggio_pipeline": "tristate",
+    "aggio_write_behind": "tristate", "aggio_write_behind_size": "size",
 }
 
 

@@ -29,6 +29,7 @@ from .sources import InputError, load_jobs
 AGGIO_CANDIDATES = (
     ("aggio defaults", {}),
     ("aggio two_phase", {"aggio_strategy": "two_phase"}),
+    ("aggio write_behind", {"aggio_strategy": "write_behind"}),
     ("aggio independent", {"aggio_strategy": "independent"}),
 )
 # Open MPI's two MPI-IO implementations: its default (OMPIO) and ROMIO.
