@@ -19,8 +19,10 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 
-SCRATCH = tempfile.mkdtemp(prefix="aggio-fuzz-trace-", dir="/dev/shm"
-                           if os.path.isdir("/dev/shm") else None)
+# Each input is a file of its own, unlinked after the check: no directory
+# is made, because libFuzzer ends the process without running Python's exit
+# handlers, and one would be left behind by every run.
+SCRATCH = "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
 
 
 def check_job(job):
@@ -41,7 +43,7 @@ def check_job(job):
 
 def one_input(data: bytes) -> None:
     from aggio.sources import InputError, load_jobs
-    fd, path = tempfile.mkstemp(dir=SCRATCH)
+    fd, path = tempfile.mkstemp(prefix="aggio-fuzz-trace-", dir=SCRATCH)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
