@@ -593,6 +593,11 @@ int64_t aggio__cache_block(const struct aggio__cache *c) { return c->block; }
 
 /* ---- making and freeing ---------------------------------------------------------------------- */
 
+void aggio__cache_header(int64_t *fixed, int64_t *per_slot) {
+  *fixed = (int64_t)sizeof(struct shared);
+  *per_slot = (int64_t)sizeof(struct slot);
+}
+
 static int64_t header_bytes(int nslots, int64_t align) {
   int64_t h = (int64_t)sizeof(struct shared) + (int64_t)nslots * (int64_t)sizeof(struct slot);
   return aggio__round_up(h, align);
@@ -622,7 +627,10 @@ static int make_window(struct aggio__cache *c, int64_t align) {
   int me;
   MPI_Comm_rank(c->comm, &me);
   int64_t hdr = header_bytes(c->nslots, align);
-  MPI_Aint bytes = me == 0 ? (MPI_Aint)(hdr + align + (int64_t)c->nslots * c->block) : 0;
+  int64_t fixed, per_slot;
+  aggio__cache_header(&fixed, &per_slot);
+  MPI_Aint bytes = me == 0 ? (MPI_Aint)aggio__cache_window_bytes(c->block, c->nslots, align,
+                                                                 fixed, per_slot) : 0;
   char *base = NULL;
   int ok = MPI_Win_allocate_shared(bytes, 1, MPI_INFO_NULL, c->comm, &base, &c->win) ==
            MPI_SUCCESS;

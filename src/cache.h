@@ -26,6 +26,9 @@
 
 struct aggio__cache;
 
+/* The bytes of the cache's header: fixed, and per slot (for
+ * aggio__cache_geometry, which keeps the whole window within the budget). */
+void aggio__cache_header(int64_t *fixed, int64_t *per_slot);
 /* Collective over `comm` (the ranks sharing the cache): makes the window of
  * nslots blocks of `block` bytes; `host` ranks run the I/O threads.
  * Returns 0, or an error (nothing is left allocated then). */

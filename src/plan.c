@@ -463,20 +463,30 @@ int aggio__auto_decide(const struct aggio__call_summary *s, const struct aggio__
 
 /* ---- the node cache --------------------------------------------------------- */
 
-void aggio__cache_geometry(int64_t budget, int64_t stripe, int64_t align, int64_t *block,
-                           int *nslots) {
+static int64_t window_align(int64_t align) { return align < 4096 ? 4096 : align; }
+
+int64_t aggio__cache_window_bytes(int64_t block, int nslots, int64_t align, int64_t hdr_fixed,
+                                  int64_t hdr_per_slot) {
+  align = window_align(align);
+  int64_t hdr = hdr_fixed + nslots * hdr_per_slot;
+  return (hdr + align - 1) / align * align + align + nslots * block;
+}
+
+void aggio__cache_geometry(int64_t budget, int64_t stripe, int64_t align, int64_t hdr_fixed,
+                           int64_t hdr_per_slot, int64_t *block, int *nslots) {
   int64_t b = stripe > 0 ? stripe : AGGIO_CACHE_BLOCK;
-  if (align < 4096)
-    align = 4096;
+  align = window_align(align);
   while (b > align && b * AGGIO_CACHE_MIN_SLOTS > budget)
     b /= 2;
   if (b < align)
     b = align;
   int64_t n = budget / b;
-  if (n < 2)
-    n = 2;
   if (n > 1024)
     n = 1024;
+  while (n > 2 && aggio__cache_window_bytes(b, (int)n, align, hdr_fixed, hdr_per_slot) > budget)
+    n--;
+  if (n < 2)
+    n = 2;
   *block = b;
   *nslots = (int)n;
 }

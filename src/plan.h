@@ -83,11 +83,18 @@ int aggio__auto_decide(const struct aggio__call_summary *s, const struct aggio__
 /* Block size and slot count of a node cache of `budget` bytes: the stripe
  * when one is set (so that blocks never straddle stripe locks), else
  * AGGIO_CACHE_BLOCK, halved until at least AGGIO_CACHE_MIN_SLOTS blocks fit
- * (never below `align`, the direct-I/O unit); at least 2 slots. */
+ * (never below `align`, the direct-I/O unit); at least 2 slots.  The
+ * budget holds the cache's header too (`hdr_fixed` + `hdr_per_slot` bytes
+ * per slot, rounded up to `align`, plus `align` to align the window), so
+ * the whole window stays within it: the budget is what the hints promise
+ * the user's memory. */
 #define AGGIO_CACHE_BLOCK (4 << 20)
 #define AGGIO_CACHE_MIN_SLOTS 4
-void aggio__cache_geometry(int64_t budget, int64_t stripe, int64_t align, int64_t *block,
-                           int *nslots);
+void aggio__cache_geometry(int64_t budget, int64_t stripe, int64_t align, int64_t hdr_fixed,
+                           int64_t hdr_per_slot, int64_t *block, int *nslots);
+/* The window's bytes for that geometry (header, alignment and blocks). */
+int64_t aggio__cache_window_bytes(int64_t block, int nslots, int64_t align, int64_t hdr_fixed,
+                                  int64_t hdr_per_slot);
 
 /* ---- aggregators ---------------------------------------------------------- */
 

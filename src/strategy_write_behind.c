@@ -99,9 +99,11 @@ static int wb_init(aggio_file fh, void **state, struct aggio__err *e) {
   int64_t per_aggr = fh->hints.write_behind_size.num > 0 ? fh->hints.write_behind_size.num
                                                          : 2 * fh->hints.cb_buffer_size.num;
   int64_t budget = per_aggr * (naggr_here > 0 ? naggr_here : 1);
-  int64_t block;
+  int64_t block, hdr_fixed, hdr_per_slot;
   int nslots;
-  aggio__cache_geometry(budget, fh->hints.striping_unit.num, fh->dio_align, &block, &nslots);
+  aggio__cache_header(&hdr_fixed, &hdr_per_slot);
+  aggio__cache_geometry(budget, fh->hints.striping_unit.num, fh->dio_align, hdr_fixed,
+                        hdr_per_slot, &block, &nslots);
   *state = f;
   return aggio__cache_new(fh, comm, block, nslots, is_host(fh, comm, naggr_here), &f->cache, e);
 }

@@ -205,20 +205,37 @@ static void test_summary_merge(void) {
   CHECK(b.flags == 3, "flags are or-ed");
 }
 
+/* The header sizes of a 64-bit build (the values only need to be plausible). */
+#define HDR_FIXED 400
+#define HDR_SLOT 600
+
+static void geometry(int64_t budget, int64_t stripe, int64_t align, int64_t *block, int *n) {
+  aggio__cache_geometry(budget, stripe, align, HDR_FIXED, HDR_SLOT, block, n);
+}
+
 static void test_cache_geometry(void) {
   int64_t block;
   int n;
-  aggio__cache_geometry(32 << 20, 0, 4096, &block, &n);
-  CHECK(block == 4 << 20 && n == 8, "default: %lld x %d", (long long)block, n);
-  aggio__cache_geometry(32 << 20, 1 << 20, 4096, &block, &n);
-  CHECK(block == 1 << 20 && n == 32, "stripe-sized blocks: %lld x %d", (long long)block, n);
-  aggio__cache_geometry(8192, 0, 4096, &block, &n);
+  geometry(32 << 20, 0, 4096, &block, &n);
+  /* 8 blocks would fill the budget and leave no room for the header */
+  CHECK(block == 4 << 20 && n == 7, "default: %lld x %d", (long long)block, n);
+  CHECK(aggio__cache_window_bytes(block, n, 4096, HDR_FIXED, HDR_SLOT) <= 32 << 20,
+        "the window, header included, within the budget");
+  geometry((32 << 20) + (64 << 10), 0, 4096, &block, &n);
+  CHECK(block == 4 << 20 && n == 8, "room for the header: %lld x %d", (long long)block, n);
+  geometry(32 << 20, 1 << 20, 4096, &block, &n);
+  CHECK(block == 1 << 20 && n == 31, "stripe-sized blocks: %lld x %d", (long long)block, n);
+  geometry(8192, 0, 4096, &block, &n);
   CHECK(block == 4096 && n == 2, "tiny budget: %lld x %d", (long long)block, n);
-  aggio__cache_geometry(10000, 0, 4096, &block, &n);
+  geometry(10000, 0, 4096, &block, &n);
   CHECK(block == 4096 && n == 2, "odd budget: %lld x %d", (long long)block, n);
-  aggio__cache_geometry(4 << 20, 0, 1 << 20, &block, &n);
-  CHECK(block == 1 << 20 && n == 4, "never below the direct-I/O unit: %lld x %d",
+  geometry(4 << 20, 0, 1 << 20, &block, &n);
+  CHECK(block == 1 << 20 && n == 2, "never below the direct-I/O unit: %lld x %d",
         (long long)block, n);
+  CHECK(aggio__cache_window_bytes(1 << 20, 2, 1 << 20, HDR_FIXED, HDR_SLOT) == 4 << 20,
+        "header and alignment rounded to the direct-I/O unit");
+  geometry(1LL << 40, 0, 4096, &block, &n);
+  CHECK(block == 4 << 20 && n == 1024, "at most 1024 slots: %lld x %d", (long long)block, n);
 }
 
 static struct aggio__auto_in auto_in(int is_write, int striped, int previous) {
