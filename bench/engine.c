@@ -75,11 +75,15 @@ void bench_clock_sync(MPI_Comm comm) {
   }
 }
 
-static void die(const struct bench_access *a, const char *what, int rc) {
+static void report_error(const struct bench_access *a, const char *what, int rc) {
   int rank;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   fprintf(stderr, "aggio-bench: rank %d: %s %s %s: %s\n", rank, a->be->name, what, a->path,
           a->be->error(rc));
+}
+
+static void die(const struct bench_access *a, const char *what, int rc) {
+  report_error(a, what, rc);
   MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
@@ -133,26 +137,46 @@ static int xfer_piece(const struct bench_access *a, void *fh, struct piece p, in
   return 0;
 }
 
-static void die_short(const struct bench_access *a, struct piece p, int64_t done) {
+static void report_short(const struct bench_access *a, struct piece p, int64_t done) {
   int rank;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   fprintf(stderr,
           "aggio-bench: rank %d: %s %s %s: short transfer: %lld of %lld bytes at offset %lld\n",
           rank, a->be->name, dir_name(a->dir), a->path, (long long)done, (long long)p.len,
           (long long)p.off);
-  MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
-static void xfer_all(const struct bench_access *a, void *fh) {
+/* Returns 0, or 1 after this rank printed why its transfer failed.  A
+ * rank whose transfer failed stops its independent calls, but keeps making
+ * its collective ones (a short read past the end of the file is not an
+ * error to MPI-IO, so the other ranks may go on): no rank is left waiting
+ * in a collective call, and the job ends cleanly after the phase instead
+ * of by MPI_Abort, with which MPICH's launcher sometimes drops the message
+ * the rank printed just before. */
+static int xfer_all(const struct bench_access *a, void *fh) {
   int64_t n = bench_access_calls(a), pos = 0;
+  int failed = 0, in_step = a->collective && !a->fpp;
   for (int64_t i = 0; i < n; i++) {
     struct piece p = piece_of(a, i, pos);
     int64_t done;
     int rc = xfer_piece(a, fh, p, &done);
-    if (rc) die(a, dir_name(a->dir), rc);
-    if (done != p.len) die_short(a, p, done);
+    if (!failed && rc) report_error(a, dir_name(a->dir), rc);
+    else if (!failed && done != p.len) report_short(a, p, done);
+    failed |= rc || done != p.len;
+    if (failed && !in_step) return 1;
     pos = p.pos + p.len;
   }
+  return failed;
+}
+
+/* Every rank learns whether any transfer failed; then all leave together
+ * with status 1, the failing ranks' messages printed. */
+static void end_if_failed(const struct bench_access *a, void *fh, int failed) {
+  MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (!failed) return;
+  a->be->close(fh); /* its outcome no longer matters */
+  MPI_Finalize();
+  exit(1);
 }
 
 /* The hints in effect as JSON text, replacing *out. */
@@ -184,11 +208,11 @@ void bench_access_run(const struct bench_access *a, struct bench_times *t, char 
 
   MPI_Barrier(MPI_COMM_WORLD);
   st[PH_XFER] = now();
-  xfer_all(a, fh);
+  int failed = xfer_all(a, fh);
   en[PH_XFER] = now();
   read_hints(a, fh, hints_json); /* untimed: between the phases */
 
-  MPI_Barrier(MPI_COMM_WORLD);
+  end_if_failed(a, fh, failed); /* also the barrier before the next phase */
   st[PH_SYNC] = now();
   if (a->dir == BENCH_WRITE && a->fsync && (rc = a->be->sync(fh))) die(a, "sync", rc);
   en[PH_SYNC] = now();

@@ -599,8 +599,9 @@ void aggio__cache_header(int64_t *fixed, int64_t *per_slot) {
 }
 
 static int64_t header_bytes(int nslots, int64_t align) {
-  int64_t h = (int64_t)sizeof(struct shared) + (int64_t)nslots * (int64_t)sizeof(struct slot);
-  return aggio__round_up(h, align);
+  int64_t fixed, per_slot;
+  aggio__cache_header(&fixed, &per_slot);
+  return aggio__round_up(fixed + nslots * per_slot, align);
 }
 
 static int init_shared(struct shared *sh, int nslots) {
