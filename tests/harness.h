@@ -18,6 +18,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #define TEST_SKIPPED 77
 
@@ -78,6 +79,20 @@ static inline int test_summary_mpi(MPI_Comm comm) {
     printf("%d checks on all ranks, %d failed%s\n", all[1], all[0],
            all[2] ? ", some skipped" : "");
   return test_status(all[1], all[0], all[2]);
+}
+
+/* The end of an MPI test's main: once every rank is done with the test
+ * file, rank 0 removes it; the ranks agree on the outcome; MPI ends.
+ * Returns main's exit status. */
+static inline int test_finish_mpi(const char *path) {
+  int rank;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0)
+    unlink(path);
+  int rc = test_summary_mpi(MPI_COMM_WORLD);
+  MPI_Finalize();
+  return rc;
 }
 
 /* Directory for test files: $AGGIO_TEST_DIR or /tmp. */

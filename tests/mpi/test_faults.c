@@ -255,10 +255,5 @@ int main(int argc, char **argv) {
   t_fstat();
   t_deferred();
   t_bounce();
-  MPI_Barrier(MPI_COMM_WORLD);
-  if (rank == 0)
-    unlink(path);
-  int rc = test_summary_mpi(MPI_COMM_WORLD);
-  MPI_Finalize();
-  return rc;
+  return test_finish_mpi(path);
 }

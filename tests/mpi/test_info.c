@@ -221,10 +221,5 @@ int main(int argc, char **argv) {
   test_ignored(path);
   test_hints_file_problems(path, rank);
   test_warning_once(path);
-  MPI_Barrier(MPI_COMM_WORLD);
-  if (rank == 0)
-    unlink(path);
-  int rc = test_summary_mpi(MPI_COMM_WORLD);
-  MPI_Finalize();
-  return rc;
+  return test_finish_mpi(path);
 }

@@ -185,10 +185,5 @@ int main(int argc, char **argv) {
     unlink(path);
   MPI_Barrier(MPI_COMM_WORLD);
   test_overlap_rules(path);
-  MPI_Barrier(MPI_COMM_WORLD);
-  if (rank == 0)
-    unlink(path);
-  int rc = test_summary_mpi(MPI_COMM_WORLD);
-  MPI_Finalize();
-  return rc;
+  return test_finish_mpi(path);
 }
