@@ -104,6 +104,90 @@ AGGIO_API int aggio_file_get_atomicity(aggio_file fh, int *flag);
 AGGIO_API int aggio_file_get_amode(aggio_file fh, int *amode);
 AGGIO_API int aggio_file_get_group(aggio_file fh, MPI_Group *group);
 
+/* ---- non-blocking and split collective data access ------------------------ */
+
+/* A started operation, completed by aggio_wait/test and friends (like
+ * MPI_Request for MPI_File_i* calls).  Opaque; AGGIO_REQUEST_NULL once
+ * completed. */
+typedef struct aggio_request_s *aggio_request;
+#define AGGIO_REQUEST_NULL ((aggio_request)0)
+
+/*
+ * Each call starts the operation and returns at once: the user's buffer
+ * belongs to aggio until the request completes.  As in MPI-IO:
+ *   - several operations may be outstanding on a file and complete in any
+ *     order; collective ones (the _all calls) must be started in the same
+ *     order on every rank of the file, and they take effect in that order;
+ *   - the individual file pointer (aggio_file_iwrite/iread/iwrite_all/
+ *     iread_all) advances by the whole request when the call starts;
+ *   - an argument error or a failure is agreed (collective calls) and
+ *     returned by the call that completes the request, on every rank; the
+ *     starting call fails only for a NULL file handle or request pointer.
+ * Progress: with MPI_THREAD_MULTIPLE a progress thread advances every
+ * outstanding operation (exchanges and file I/O) while the application
+ * computes; set AGGIO_PROGRESS_THREAD=0 to turn it off.  At lower thread
+ * levels the exchanges advance inside aggio calls (the starting call, the
+ * completion calls, and any call on a file with operations outstanding),
+ * and the file I/O on aggio's I/O threads, which never call MPI.
+ * docs/nonblocking.md tells exactly what runs where.
+ * aggio_file_sync, aggio_file_close and the other collective calls on the
+ * file complete the file's outstanding operations first (their requests
+ * still report the outcome).
+ */
+AGGIO_API int aggio_file_iwrite_at(aggio_file fh, MPI_Offset offset, const void *buf,
+                                   int count, MPI_Datatype datatype, aggio_request *request);
+AGGIO_API int aggio_file_iread_at(aggio_file fh, MPI_Offset offset, void *buf, int count,
+                                  MPI_Datatype datatype, aggio_request *request);
+AGGIO_API int aggio_file_iwrite_at_all(aggio_file fh, MPI_Offset offset, const void *buf,
+                                       int count, MPI_Datatype datatype,
+                                       aggio_request *request);
+AGGIO_API int aggio_file_iread_at_all(aggio_file fh, MPI_Offset offset, void *buf,
+                                      int count, MPI_Datatype datatype,
+                                      aggio_request *request);
+AGGIO_API int aggio_file_iwrite(aggio_file fh, const void *buf, int count,
+                                MPI_Datatype datatype, aggio_request *request);
+AGGIO_API int aggio_file_iread(aggio_file fh, void *buf, int count, MPI_Datatype datatype,
+                               aggio_request *request);
+AGGIO_API int aggio_file_iwrite_all(aggio_file fh, const void *buf, int count,
+                                    MPI_Datatype datatype, aggio_request *request);
+AGGIO_API int aggio_file_iread_all(aggio_file fh, void *buf, int count,
+                                   MPI_Datatype datatype, aggio_request *request);
+
+/* Completion.  Each completed request is freed and set to
+ * AGGIO_REQUEST_NULL; its status gets the byte count (MPI_Get_count) and,
+ * in MPI_ERROR, its AGGIO_* outcome.  The return value is the request's
+ * outcome (aggio_error_message() tells the details); for the calls on
+ * several requests, the first failed one's.  status/statuses may be
+ * MPI_STATUS_IGNORE/MPI_STATUSES_IGNORE.  AGGIO_REQUEST_NULL entries are
+ * skipped (an empty status, like MPI). */
+AGGIO_API int aggio_wait(aggio_request *request, MPI_Status *status);
+AGGIO_API int aggio_test(aggio_request *request, int *flag, MPI_Status *status);
+AGGIO_API int aggio_waitall(int count, aggio_request requests[], MPI_Status statuses[]);
+/* *flag is 1 (and every request completed and freed) only when all have
+ * completed; otherwise none is freed. */
+AGGIO_API int aggio_testall(int count, aggio_request requests[], int *flag,
+                            MPI_Status statuses[]);
+/* *index is MPI_UNDEFINED when every entry is AGGIO_REQUEST_NULL. */
+AGGIO_API int aggio_waitany(int count, aggio_request requests[], int *index,
+                            MPI_Status *status);
+
+/* Split collectives (MPI_File_*_begin/_end): begin starts the operation,
+ * end completes it and returns its agreed outcome.  At most one split
+ * collective may be active per file handle (AGGIO_ERR_REQUEST otherwise);
+ * end takes the same buffer as begin. */
+AGGIO_API int aggio_file_write_at_all_begin(aggio_file fh, MPI_Offset offset, const void *buf,
+                                            int count, MPI_Datatype datatype);
+AGGIO_API int aggio_file_write_at_all_end(aggio_file fh, const void *buf, MPI_Status *status);
+AGGIO_API int aggio_file_read_at_all_begin(aggio_file fh, MPI_Offset offset, void *buf,
+                                           int count, MPI_Datatype datatype);
+AGGIO_API int aggio_file_read_at_all_end(aggio_file fh, void *buf, MPI_Status *status);
+AGGIO_API int aggio_file_write_all_begin(aggio_file fh, const void *buf, int count,
+                                         MPI_Datatype datatype);
+AGGIO_API int aggio_file_write_all_end(aggio_file fh, const void *buf, MPI_Status *status);
+AGGIO_API int aggio_file_read_all_begin(aggio_file fh, void *buf, int count,
+                                        MPI_Datatype datatype);
+AGGIO_API int aggio_file_read_all_end(aggio_file fh, void *buf, MPI_Status *status);
+
 /* ---- hints ---------------------------------------------------------------- */
 
 /* Collective. */

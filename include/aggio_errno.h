@@ -28,14 +28,15 @@
   X(UNSUPPORTED, -16, "operation or data representation not supported")          \
   X(NOT_SAME, -17, "collective arguments that must match differ between ranks")   \
   X(FILE_IN_USE, -18, "file is in use or busy")                                   \
-  X(NAME, -19, "invalid file name")
+  X(NAME, -19, "invalid file name")                                              \
+  X(REQUEST, -20, "invalid request, or split collective not allowed in this state")
 
 enum {
   AGGIO_SUCCESS = 0,
 #define AGGIO__ERR_ENUM(name, value, msg) AGGIO_ERR_##name = value,
   AGGIO_ERRNO_MAP(AGGIO__ERR_ENUM)
 #undef AGGIO__ERR_ENUM
-  AGGIO_ERR_LAST = -20
+  AGGIO_ERR_LAST = -21
 };
 
 #endif /* AGGIO_ERRNO_H */

@@ -324,8 +324,10 @@ static void unpinned(struct aggio__cache *c, struct slot *s) {
 
 /* ---- writing into the cache ------------------------------------------------------------- */
 
-/* The slot of `block` with [a, b) recorded and pinned (locked). */
-static struct slot *slot_for_write(struct aggio__cache *c, int64_t block, int64_t a, int64_t b) {
+/* The slot of `block` with [a, b) recorded and pinned (locked); NULL
+ * when it would have to wait and may not. */
+static struct slot *slot_for_write(struct aggio__cache *c, int64_t block, int64_t a, int64_t b,
+                                   int may_wait) {
   for (;;) {
     struct slot *s = find(c, block);
     if (s && s->state == OPEN) {
@@ -336,33 +338,35 @@ static struct slot *slot_for_write(struct aggio__cache *c, int64_t block, int64_
       }
       if (s->pins == 0) /* its runs are full: write it out, then start anew */
         queue(c, s, JOB_WRITE);
-      help_or_wait(c);
-      continue;
-    }
-    if (s) { /* queued or busy: its data reaches the file before ours */
-      help_or_wait(c);
-      continue;
-    }
-    s = room(c, 1);
-    if (s)
-      claim(c, s, block);
-    else
-      help_or_wait(c);
+    } else if (!s) {
+      s = room(c, 1);
+      if (s) {
+        claim(c, s, block);
+        continue;
+      }
+    } /* else queued or busy: its data reaches the file before ours */
+    if (!may_wait)
+      return NULL;
+    help_or_wait(c);
   }
 }
 
-void aggio__cache_put(struct aggio__cache *c, int64_t off, int64_t len, const char *src) {
+int64_t aggio__cache_put_some(struct aggio__cache *c, int64_t off, int64_t len, const char *src,
+                              int may_wait) {
+  int64_t done = 0;
   if (len > 0) {
     pthread_mutex_lock(&c->sh->lock);
     drop_short(c);
     pthread_mutex_unlock(&c->sh->lock);
   }
-  while (len > 0) {
+  while (done < len) {
     int64_t block = off / c->block, a = off - block * c->block;
-    int64_t n = len < c->block - a ? len : c->block - a;
+    int64_t n = len - done < c->block - a ? len - done : c->block - a;
     pthread_mutex_lock(&c->sh->lock);
-    struct slot *s = slot_for_write(c, block, a, a + n);
+    struct slot *s = slot_for_write(c, block, a, a + n, may_wait);
     pthread_mutex_unlock(&c->sh->lock);
+    if (!s)
+      break;
     memcpy(slot_data(c, s) + a, src, (size_t)n);
     pthread_mutex_lock(&c->sh->lock);
     if (s->valid && a + n > s->valid_len)
@@ -372,8 +376,13 @@ void aggio__cache_put(struct aggio__cache *c, int64_t off, int64_t len, const ch
     pthread_mutex_unlock(&c->sh->lock);
     off += n;
     src += n;
-    len -= n;
+    done += n;
   }
+  return done;
+}
+
+void aggio__cache_put(struct aggio__cache *c, int64_t off, int64_t len, const char *src) {
+  aggio__cache_put_some(c, off, len, src, 1);
 }
 
 /* ---- reading through the cache ---------------------------------------------------------- */

@@ -47,6 +47,11 @@ double aggio__cache_take_waited(struct aggio__cache *c);
  * for blocks where it must.  Never fails: write failures of the blocks it
  * helps write are deferred errors (aggio__cache_error). */
 void aggio__cache_put(struct aggio__cache *c, int64_t off, int64_t len, const char *src);
+/* The same, copying what fits without waiting when may_wait is 0 (a
+ * non-blocking operation goes on once blocks are free).  Returns the bytes
+ * copied, from the start of the range. */
+int64_t aggio__cache_put_some(struct aggio__cache *c, int64_t off, int64_t len, const char *src,
+                              int may_wait);
 
 /* Copies [off, off + len) of the file into dst through the cache, loading
  * blocks (and the next ones ahead of the reader).  Stops at end of file:

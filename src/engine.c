@@ -181,16 +181,29 @@ static void block_pending(struct aggio__op *op) {
 
 /* ---- the loop ---------------------------------------------------------------------- */
 
+/* A pending step's waits are tested again at the next progress (a
+ * non-blocking operation), or block_pending waits for them. */
+static int still_pending(struct aggio__op *op) {
+  if (!op->pending)
+    return 0;
+  int ok = ready(op);
+  aggio__op_account(op, op->wait_phase);
+  op->pending = !ok;
+  return op->pending;
+}
+
 int aggio__op_progress(struct aggio__op *op) {
+  if (still_pending(op))
+    return 0;
   while (op->next) {
     aggio__step_fn step = op->next;
     op->step_phase = op->wait_phase = op->phase;
+    op->nsteps++;
     int rc = step(op);
     aggio__op_account(op, op->step_phase);
     if (rc == AGGIO_STEP_PENDING) {
-      int ok = ready(op);
-      aggio__op_account(op, op->wait_phase);
-      if (!ok)
+      op->pending = 1;
+      if (still_pending(op))
         return 0;
     }
   }
@@ -198,8 +211,10 @@ int aggio__op_progress(struct aggio__op *op) {
 }
 
 void aggio__op_wait(struct aggio__op *op) {
-  while (!aggio__op_progress(op))
+  while (!aggio__op_progress(op)) {
     block_pending(op);
+    op->pending = 0;
+  }
 }
 
 void aggio__op_free(struct aggio__op *op) {

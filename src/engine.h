@@ -52,6 +52,8 @@ struct aggio__op {
   void (*sdata_free)(struct aggio__op *op); /* frees sdata at completion */
 
   aggio__step_fn next;          /* next step; NULL once complete */
+  unsigned long nsteps;         /* steps run so far (progress tells movement) */
+  int pending;                  /* the last step's waits are not complete */
   int phase;                    /* enum aggio__phase the next step accounts to */
   int wait_phase;               /* phase of what the pending step waits for */
   int step_phase;               /* phase of the step now running */

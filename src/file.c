@@ -19,6 +19,7 @@
 #include "flatten.h"
 #include "info.h"
 #include "pool.h"
+#include "request.h"
 
 /* ---- access modes --------------------------------------------------------- */
 
@@ -302,6 +303,8 @@ int aggio_file_close(aggio_file *fhp) {
   }
   aggio_file fh = *fhp;
   double t0 = aggio__now();
+  aggio__requests_settle(fh); /* MPI leaves it to the user; aggio finishes them */
+  aggio__requests_detach(fh);
   aggio__flush_all(fh, &e);
   strategies_fini(fh);
   aggio__pool_free(fh->pool);
@@ -482,6 +485,7 @@ int aggio_file_set_view(aggio_file fh, MPI_Offset disp, MPI_Datatype etype,
   struct aggio__flat *ft = NULL;
   int64_t esize = 0;
   double t0 = fh->trace ? aggio__now() : 0.0;
+  aggio__requests_settle(fh); /* outstanding operations keep the view they began with */
   check_view(fh, disp, etype, filetype, datarep, &ft, &esize, &e);
   if (aggio__agree(fh->comm, &e) != 0 || apply_info(fh, info, &e) != 0 ||
       aggio__agree(fh->comm, &e) != 0) {
@@ -561,6 +565,7 @@ int aggio_file_set_size(aggio_file fh, MPI_Offset size) {
     return aggio__finish(&e);
   }
   double t0 = (fh->trace || fh->stats) ? aggio__now() : 0.0;
+  aggio__requests_settle(fh);
   if (size < 0)
     aggio__fail(&e, AGGIO_ERR_OFFSET, "rank %d: negative size %lld", fh->rank,
                 (long long)size);
@@ -587,6 +592,7 @@ int aggio_file_sync(aggio_file fh) {
     return aggio__finish(&e);
   }
   double t0 = (fh->trace || fh->stats) ? aggio__now() : 0.0;
+  aggio__requests_settle(fh); /* what they wrote is synced too */
   aggio__flush_local(fh, &e);
   aggio__fsync(fh, &e);
   aggio__agree(fh->comm, &e);
@@ -605,6 +611,7 @@ int aggio_file_set_atomicity(aggio_file fh, int flag) {
     aggio__fail(&e, AGGIO_ERR_BAD_FILE, "fh is NULL");
     return aggio__finish(&e);
   }
+  aggio__requests_settle(fh);
   check_same(fh, flag != 0, "the atomicity flag", &e);
   if (aggio__agree(fh->comm, &e) == 0 && flag && aggio__flush_all(fh, &e) == 0)
     fh->atomic = 1;
@@ -646,6 +653,7 @@ int aggio_file_set_info(aggio_file fh, MPI_Info info) {
     aggio__fail(&e, AGGIO_ERR_BAD_FILE, "fh is NULL");
     return aggio__finish(&e);
   }
+  aggio__requests_settle(fh);
   apply_info(fh, info, &e);
   aggio__agree(fh->comm, &e);
   return aggio__finish(&e);

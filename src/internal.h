@@ -128,6 +128,11 @@ struct aggio_file_s {
   MPI_Datatype summary_type;   /* struct aggio__call_summary, and its reduction */
   MPI_Op summary_op;
 
+  /* non-blocking operations (request.c, under its mutex) */
+  int nb_outstanding;          /* started and not complete */
+  unsigned nb_blocked;         /* progress pass in which a collective one waits */
+  struct aggio_request_s *split; /* the active split collective, or NULL */
+
   struct aggio__stats *stats;  /* NULL unless stats or timers are on */
   struct aggio__trace *trace;  /* NULL unless tracing is on */
   pthread_mutex_t trace_lock;  /* I/O threads record POSIX calls too */

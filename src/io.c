@@ -10,24 +10,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
+#include "call.h"
 #include "flatten.h"
+#include "request.h"
 
-struct call {
-  aggio_file fh;
-  MPI_Offset offset;  /* in etypes; for individual-pointer calls the pointer */
-  void *buf;
-  int count;
-  MPI_Datatype type;
-  MPI_Status *status;
-  int is_write;
-  int collective;
-  int use_fp;
-  struct aggio__flat *mem; /* flattened memory type */
-  int packed;              /* acc.stream is our copy */
-};
 
-static int trace_op(const struct call *c) {
+int aggio__call_trace_op(const struct call *c, int nonblocking) {
+  if (nonblocking && c->collective)
+    return c->is_write ? AGGIO_OP_IWRITE_AT_ALL : AGGIO_OP_IREAD_AT_ALL;
+  if (nonblocking)
+    return c->is_write ? AGGIO_OP_IWRITE_AT : AGGIO_OP_IREAD_AT;
   if (c->collective)
     return c->is_write ? AGGIO_OP_WRITE_AT_ALL : AGGIO_OP_READ_AT_ALL;
   return c->is_write ? AGGIO_OP_WRITE_AT : AGGIO_OP_READ_AT;
@@ -157,7 +149,7 @@ static void finish_call(struct call *c, struct aggio__op *op) {
     aggio__flat_unpack(c->mem, c->count, acc->stream, done, c->buf);
   if (c->status && c->status != MPI_STATUS_IGNORE)
     MPI_Status_set_elements_x(c->status, MPI_BYTE, (MPI_Count)done);
-  if (code == 0 && c->use_fp)
+  if (code == 0 && c->use_fp && !c->fp_at_start)
     fh->fp_ind = c->offset + done / fh->view.etype_size;
   if (fh->stats && code == 0)
     count_call(c, done);
@@ -166,6 +158,30 @@ static void finish_call(struct call *c, struct aggio__op *op) {
   aggio__extents_free(&acc->file);
   if (c->mem)
     aggio__flat_release(c->mem);
+  c->mem = NULL;
+}
+
+void aggio__call_begin(struct call *c, struct aggio__op *op, int blocking) {
+  aggio_file fh = c->fh;
+  memset(op, 0, sizeof *op);
+  c->t0 = (fh->trace || fh->stats) ? aggio__now() : 0.0;
+  if (c->use_fp)
+    c->offset = fh->fp_ind;
+  prepare(c, &op->acc, &op->err);
+  c->type_size = c->mem ? c->mem->size : 0;
+  /* MPI: a non-blocking call moves the pointer past the whole request at
+   * once, so that the next call may start before this one completes. */
+  if (c->use_fp && c->fp_at_start && op->err.code == 0)
+    fh->fp_ind = c->offset + op->acc.nbytes / fh->view.etype_size;
+  aggio__op_init(op, fh, c->collective, blocking);
+  if (fh->stats) /* from t0 on, the calls' time is tiled by the phases */
+    aggio__phase_add(fh->stats, c->packed ? AGGIO_P_PACK : AGGIO_P_PLAN, op->t_mark - c->t0);
+}
+
+void aggio__call_end(struct call *c, struct aggio__op *op) {
+  finish_call(c, op);
+  aggio__op_account(op, AGGIO_P_PACK);
+  aggio__op_free(op);
 }
 
 static int run_call(struct call *c) {
@@ -175,34 +191,28 @@ static int run_call(struct call *c) {
     aggio__fail(&e, AGGIO_ERR_BAD_FILE, "fh is NULL");
     return aggio__finish(&e);
   }
+  /* Operations started earlier on the file complete first (collective
+   * ones in the order every rank started them). */
+  aggio__requests_settle(fh);
   struct aggio__op op;
-  memset(&op, 0, sizeof op);
-  double t0 = (fh->trace || fh->stats) ? aggio__now() : 0.0;
-  if (c->use_fp)
-    c->offset = fh->fp_ind;
-  prepare(c, &op.acc, &op.err);
-  aggio__op_init(&op, fh, c->collective, 1);
-  if (fh->stats) /* from t0 on, the calls' time is tiled by the phases */
-    aggio__phase_add(fh->stats, c->packed ? AGGIO_P_PACK : AGGIO_P_PLAN, op.t_mark - t0);
+  aggio__call_begin(c, &op, 1);
   aggio__op_wait(&op);
-  int64_t type_size = c->mem ? c->mem->size : 0; /* finish_call releases c->mem */
-  finish_call(c, &op);
-  aggio__op_account(&op, AGGIO_P_PACK);
-  aggio__op_free(&op);
+  aggio__call_end(c, &op);
   double t1 = fh->stats ? op.t_mark : fh->trace ? aggio__now() : 0.0;
   if (fh->trace)
-    aggio__trace_record_locked(fh, trace_op(c), c->offset, c->count,
-                               type_size, t0, t1, c->collective ? 2 : 0);
+    aggio__trace_record_locked(fh, aggio__call_trace_op(c, 0), c->offset, c->count,
+                               c->type_size, c->t0, t1, c->collective ? 2 : 0);
   if (fh->stats)
-    fh->stats->api_time += t1 - t0;
+    fh->stats->api_time += t1 - c->t0;
   return aggio__finish(&op.err);
 }
 
 static int call(aggio_file fh, MPI_Offset offset, const void *buf, int count,
                 MPI_Datatype type, MPI_Status *status, int is_write,
                 int collective, int use_fp) {
-  struct call c = {fh, offset, (void *)buf, count, type, status,
-                   is_write, collective, use_fp, NULL, 0};
+  struct call c = {.fh = fh, .offset = offset, .buf = (void *)buf, .count = count,
+                   .type = type, .status = status, .is_write = is_write,
+                   .collective = collective, .use_fp = use_fp};
   return run_call(&c);
 }
 

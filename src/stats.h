@@ -42,7 +42,8 @@
   X(WRITE_GAP_BYTES, "bytes in holes inside aggregator windows")               \
   X(COLL_ROUNDS, "two-phase rounds")                                           \
   X(AGGR_ACTIVE, "aggregator-calls that moved data")                           \
-  X(SYNCS, "fsync calls")
+  X(SYNCS, "fsync calls")                                                      \
+  X(NB_STARTED, "non-blocking and split collective operations started")
 
 enum aggio__counter {
 #define AGGIO__CTR_ENUM(name, doc) AGGIO_C_##name,

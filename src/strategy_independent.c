@@ -26,6 +26,7 @@
  * its table below leaves those slots NULL.  It is the right choice when each
  * rank's requests are large: then it is file-per-process I/O into one file.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "engine.h"
@@ -86,12 +87,53 @@ static int locked(struct aggio__op *op, int (*io)(struct aggio__op *)) {
   return rc;
 }
 
-int aggio__independent_io(struct aggio__op *op) {
-  if (op->err.code == 0)
-    locked(op, op->acc.is_write ? write_ranges : read_ranges);
+/* After the I/O: a collective operation agrees on the outcome. */
+static int after_io(struct aggio__op *op) {
   if (op->collective)
     return aggio__then(op, aggio__step_agree_outcome, AGGIO_P_AGREE);
   return aggio__then(op, NULL, AGGIO_P_WRITE);
+}
+
+/* A non-blocking operation's I/O runs on the file's I/O threads, so that
+ * it goes on while the application computes.  The job owns op->err and
+ * op->eof until its batch is done (the pool's lock orders the accesses). */
+struct io_job {
+  struct aggio__job job;
+  struct aggio__op *op;
+};
+
+static void run_io_job(struct aggio__job *job, struct aggio__err *e) {
+  struct aggio__op *op = ((struct io_job *)job)->op;
+  (void)e; /* failures go to op->err, read once the batch is done */
+  locked(op, op->acc.is_write ? write_ranges : read_ranges);
+}
+
+static void free_io_job(struct aggio__op *op) { free(op->sdata); }
+
+static int submit_io(struct aggio__op *op) {
+  struct aggio__pool *p = aggio__file_pool(op->fh);
+  struct io_job *j = p ? calloc(1, sizeof *j) : NULL;
+  if (!j)
+    return -1;
+  j->job.run = run_io_job;
+  j->op = op;
+  op->sdata = j;
+  op->sdata_free = free_io_job;
+  if (aggio__pool_submit(p, &j->job, &op->batch) != 0)
+    return -1; /* no thread: the caller does the I/O */
+  return 0;
+}
+
+int aggio__independent_io(struct aggio__op *op) {
+  if (op->err.code == 0 && op->acc.nbytes > 0 && !op->blocking && !op->sdata &&
+      submit_io(op) == 0) {
+    aggio__then(op, after_io, AGGIO_P_IO_WAIT);
+    op->wait_phase = AGGIO_P_IO_WAIT;
+    return AGGIO_STEP_PENDING;
+  }
+  if (op->err.code == 0)
+    locked(op, op->acc.is_write ? write_ranges : read_ranges);
+  return after_io(op);
 }
 
 static int independent_start(struct aggio__op *op) {

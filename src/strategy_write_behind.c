@@ -115,6 +115,40 @@ static void lend_waits(struct aggio__op *op, struct aggio__cache *c) {
   aggio__op_reassign(op, AGGIO_P_IO_WAIT, aggio__cache_take_waited(c));
 }
 
+/* Where a write stands in its ranges: a non-blocking one copies what fits
+ * and goes on when the node's I/O threads free blocks. */
+struct wb_cursor {
+  size_t i;      /* range */
+  int64_t done;  /* bytes of it copied */
+  int64_t spos;  /* stream position of the range */
+};
+
+static void free_cursor(struct aggio__op *op) { free(op->sdata); }
+
+/* Copies ranges from the cursor on; 1 when all are in the cache. */
+static int copy_ranges(struct aggio__op *op, int may_wait) {
+  struct aggio__cache *c = cache_of(op->fh);
+  struct wb_cursor *k = op->sdata;
+  const struct aggio__access *acc = &op->acc;
+  for (; k->i < acc->file.n; k->i++, k->done = 0) {
+    const struct aggio__extent *x = &acc->file.v[k->i];
+    k->done += aggio__cache_put_some(c, x->off + k->done, x->len - k->done,
+                                     acc->stream + k->spos + k->done, may_wait);
+    if (k->done < x->len)
+      return 0;
+    k->spos += x->len;
+  }
+  return 1;
+}
+
+static int copy_more(struct aggio__op *op) { return copy_ranges(op, 0); }
+static void copy_rest(struct aggio__op *op) { copy_ranges(op, 1); }
+
+static int wb_written(struct aggio__op *op) {
+  lend_waits(op, cache_of(op->fh));
+  return aggio__then(op, NULL, AGGIO_P_EXCHANGE);
+}
+
 /* Copies this rank's ranges into its node's cache.  Loaded copies of the
  * range that other nodes write go stale first. */
 static int wb_write(struct aggio__op *op) {
@@ -122,15 +156,18 @@ static int wb_write(struct aggio__op *op) {
   struct aggio__cache *c = cache_of(fh);
   if (several_caches(fh))
     aggio__cache_forget(c, op->sum.lo, op->sum.hi);
-  const struct aggio__access *acc = &op->acc;
-  int64_t spos = 0;
-  for (size_t i = 0; i < acc->file.n; i++) {
-    const struct aggio__extent *x = &acc->file.v[i];
-    aggio__cache_put(c, x->off, x->len, acc->stream + spos);
-    spos += x->len;
+  struct wb_cursor first = {0}, *k = op->blocking ? NULL : calloc(1, sizeof *k);
+  op->sdata = k ? (void *)k : (void *)&first; /* without memory: blocking */
+  if (!k || copy_ranges(op, 0)) {
+    if (!k)
+      copy_ranges(op, 1);
+    op->sdata = k;
+    op->sdata_free = k ? free_cursor : NULL;
+    return wb_written(op);
   }
-  lend_waits(op, c);
-  return aggio__then(op, NULL, AGGIO_P_EXCHANGE);
+  op->sdata_free = free_cursor;
+  aggio__then(op, wb_written, AGGIO_P_EXCHANGE);
+  return aggio__op_await(op, copy_more, copy_rest, AGGIO_P_IO_WAIT);
 }
 
 /* ---- reads ---------------------------------------------------------------------------- */

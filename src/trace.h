@@ -111,6 +111,11 @@ AGGIO_TRACE_RECORD_FIELDS(AGGIO__TRACE_CHECK)
   X(SYNC, 7, "sync", API)                                                         \
   X(SET_VIEW, 8, "set_view", API)                                                 \
   X(SET_SIZE, 9, "set_size", API)                                                 \
+  X(IWRITE_AT, 10, "iwrite_at", API)                                              \
+  X(IREAD_AT, 11, "iread_at", API)                                                \
+  X(IWRITE_AT_ALL, 12, "iwrite_at_all", API)                                      \
+  X(IREAD_AT_ALL, 13, "iread_at_all", API)                                        \
+  X(WAIT, 14, "wait", API)                                                        \
   X(POSIX_OPEN, 32, "open", POSIX)                                                \
   X(POSIX_PREAD, 33, "pread", POSIX)                                              \
   X(POSIX_PWRITE, 34, "pwrite", POSIX)                                            \

@@ -1,0 +1,606 @@
+/*
+ * request.c - non-blocking and split collective data access: the engine's
+ * operation objects (engine.h) handed to the user as requests.
+ *
+ * A request is a call (call.h) and its operation.  Starting it prepares
+ * the call and queues the operation; progress runs the operation's steps
+ * until one must wait (a posted collective, I/O jobs, a node-cache block);
+ * completing it gives the user the result.  What runs where:
+ *   - every outstanding operation of the process is on one list, in start
+ *     order; a progress pass runs each operation that can move, but only
+ *     the oldest unfinished collective operation of each file: collective
+ *     operations post their collectives on the file's communicator, and
+ *     MPI wants those in the same order on every rank (the order the user
+ *     started them in, which MPI makes the same everywhere);
+ *   - progress passes run in aggio calls (a starting call, the completion
+ *     calls, any call on a file with operations outstanding) and, when MPI
+ *     gives MPI_THREAD_MULTIPLE, in a progress thread that lives while
+ *     operations are outstanding;
+ *   - file I/O runs on the file's I/O threads (pool.h) and the node
+ *     cache's threads, which never call MPI, so it goes on between
+ *     progress passes at every thread level.
+ * One mutex guards the list and every step of an outstanding operation,
+ * so the user's thread and the progress thread never run steps at once.
+ * Blocking calls on a file first complete its outstanding operations
+ * (aggio__requests_settle) and then run without the mutex.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "call.h"
+#include "request.h"
+
+struct aggio_request_s {
+  struct call c;
+  struct aggio__op op;
+  aggio_file fh;          /* NULL once the file is closed */
+  int complete;           /* the outcome is known */
+  int split;              /* a split collective (begin/end) */
+  MPI_Status status;      /* filled at completion */
+  struct aggio__err err;  /* the outcome */
+  struct aggio_request_s *prev, *next; /* every live request, start order */
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t changed = PTHREAD_COND_INITIALIZER; /* a request completed */
+static struct aggio_request_s *first, *last;
+static int outstanding;       /* live requests not complete */
+static unsigned pass;         /* progress pass number */
+
+/* The progress thread: started when an operation starts and none runs,
+ * gone when no operation is outstanding. */
+static pthread_t progress_thread;
+static int thread_running, thread_joinable, thread_level = -1;
+static int finalize_hook = MPI_KEYVAL_INVALID;
+
+/* ---- the list ------------------------------------------------------------------------ */
+
+static void link_request(struct aggio_request_s *r) {
+  r->prev = last;
+  r->next = NULL;
+  if (last)
+    last->next = r;
+  else
+    first = r;
+  last = r;
+  outstanding++;
+  r->fh->nb_outstanding++;
+}
+
+static void unlink_request(struct aggio_request_s *r) {
+  if (r->prev)
+    r->prev->next = r->next;
+  else
+    first = r->next;
+  if (r->next)
+    r->next->prev = r->prev;
+  else
+    last = r->prev;
+  r->prev = r->next = NULL;
+}
+
+/* ---- progress -------------------------------------------------------------------------- */
+
+/* Gives the user the outcome; the request stays on the list until waited. */
+static void complete(struct aggio_request_s *r) {
+  aggio_file fh = r->fh;
+  aggio__call_end(&r->c, &r->op);
+  r->err = r->op.err;
+  r->status.MPI_ERROR = r->err.code;
+  r->complete = 1;
+  outstanding--;
+  fh->nb_outstanding--;
+  pthread_cond_broadcast(&changed);
+}
+
+/* Runs r's steps while they can run (locked).  The phase timers count only
+ * the time spent here, not the time between progress passes. */
+static int advance(struct aggio_request_s *r, int *moved) {
+  unsigned long before = r->op.nsteps;
+  double t = r->fh->stats ? aggio__now() : 0.0;
+  r->op.t_mark = t;
+  int done = aggio__op_progress(&r->op);
+  if (r->fh->stats) /* api_time counts progress passes too */
+    r->fh->stats->api_time += r->op.t_mark - t;
+  if (r->op.nsteps != before || done)
+    *moved = 1;
+  return done;
+}
+
+/* One pass over every outstanding operation (locked).  Returns 1 when
+ * some step ran. */
+static int progress_all(void) {
+  int moved = 0;
+  pass++;
+  for (struct aggio_request_s *r = first, *next; r; r = next) {
+    next = r->next;
+    if (r->complete)
+      continue;
+    if (r->c.collective && r->fh->nb_blocked == pass)
+      continue; /* an earlier collective operation of the file is unfinished */
+    if (advance(r, &moved))
+      complete(r);
+    else if (r->c.collective)
+      r->fh->nb_blocked = pass;
+  }
+  return moved;
+}
+
+/* Waits a little for a completion (locked): the progress thread's, or for
+ * posted work to move.  Short first, longer while nothing moves. */
+static void pause_locked(int *backoff_us) {
+  *backoff_us = *backoff_us ? (*backoff_us < 500 ? 2 * *backoff_us : 1000) : 10;
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  ts.tv_nsec += (long)*backoff_us * 1000;
+  if (ts.tv_nsec >= 1000000000L) {
+    ts.tv_sec++;
+    ts.tv_nsec -= 1000000000L;
+  }
+  pthread_cond_timedwait(&changed, &lock, &ts);
+}
+
+static void *progress_main(void *arg) {
+  (void)arg;
+  int backoff = 0;
+  pthread_mutex_lock(&lock);
+  while (outstanding > 0 && thread_running) {
+    if (progress_all())
+      backoff = 0;
+    if (outstanding == 0)
+      break;
+    /* let the user's thread take the lock between passes */
+    pause_locked(&backoff);
+  }
+  thread_running = 0;
+  pthread_mutex_unlock(&lock);
+  return NULL;
+}
+
+/* At MPI_Finalize (the attribute on MPI_COMM_SELF is deleted first): the
+ * progress thread has ended (no operation is outstanding then); join it. */
+static int at_finalize(MPI_Comm comm, int key, void *value, void *extra) {
+  (void)comm, (void)key, (void)value, (void)extra;
+  pthread_mutex_lock(&lock);
+  thread_running = 0;
+  int join = thread_joinable;
+  thread_joinable = 0;
+  pthread_mutex_unlock(&lock);
+  if (join)
+    pthread_join(progress_thread, NULL);
+  return MPI_SUCCESS;
+}
+
+/* 1 when a thread may call MPI while the application's threads do. */
+static int thread_allowed(void) {
+  if (thread_level < 0) {
+    int level = MPI_THREAD_SINGLE;
+    MPI_Query_thread(&level);
+    const char *env = getenv("AGGIO_PROGRESS_THREAD");
+    thread_level = level == MPI_THREAD_MULTIPLE && !(env && strcmp(env, "0") == 0);
+    if (thread_level &&
+        MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, at_finalize, &finalize_hook, NULL) ==
+            MPI_SUCCESS)
+      MPI_Comm_set_attr(MPI_COMM_SELF, finalize_hook, NULL);
+  }
+  return thread_level;
+}
+
+/* Starts the progress thread if it may run and does not (locked). */
+static void ensure_thread(void) {
+  if (thread_running || !thread_allowed())
+    return;
+  if (thread_joinable) { /* the last one ended: it holds no lock now */
+    pthread_mutex_unlock(&lock);
+    pthread_join(progress_thread, NULL);
+    pthread_mutex_lock(&lock);
+    thread_joinable = 0;
+    if (thread_running)
+      return;
+  }
+  thread_running = 1;
+  if (pthread_create(&progress_thread, NULL, progress_main, NULL) != 0)
+    thread_running = 0; /* progress then runs in aggio calls only */
+  else
+    thread_joinable = 1;
+}
+
+/* Completes r (locked).  When it is the only operation outstanding it may
+ * block in MPI; otherwise passes run until it completes, as other ranks
+ * may need this rank's steps of other operations first. */
+static void wait_locked(struct aggio_request_s *r) {
+  int backoff = 0;
+  while (!r->complete) {
+    if (outstanding == 1) {
+      double t = r->fh->stats ? aggio__now() : 0.0;
+      r->op.t_mark = t;
+      aggio__op_wait(&r->op);
+      if (r->fh->stats)
+        r->fh->stats->api_time += r->op.t_mark - t;
+      complete(r);
+      break;
+    }
+    if (progress_all())
+      backoff = 0;
+    else if (!r->complete)
+      pause_locked(&backoff);
+  }
+}
+
+void aggio__requests_settle(aggio_file fh) {
+  int backoff = 0;
+  pthread_mutex_lock(&lock);
+  while (fh->nb_outstanding > 0) {
+    if (progress_all())
+      backoff = 0;
+    else if (fh->nb_outstanding > 0)
+      pause_locked(&backoff);
+  }
+  pthread_mutex_unlock(&lock);
+}
+
+void aggio__requests_detach(aggio_file fh) {
+  pthread_mutex_lock(&lock);
+  for (struct aggio_request_s *r = first, *next; r; r = next) {
+    next = r->next;
+    if (r->fh != fh)
+      continue;
+    r->fh = NULL;
+    if (r->split) { /* nobody can reach it any more */
+      unlink_request(r);
+      free(r);
+    }
+  }
+  fh->split = NULL;
+  pthread_mutex_unlock(&lock);
+}
+
+/* ---- starting ------------------------------------------------------------------------- */
+
+/* The trace record of a starting call. */
+static void trace_start(struct aggio_request_s *r, double t1) {
+  struct call *c = &r->c;
+  if (c->fh->trace)
+    aggio__trace_record_locked(c->fh, aggio__call_trace_op(c, 1), c->offset, c->count,
+                               c->type_size, c->t0, t1,
+                               c->collective ? AGGIO_TRACE_FLAG_COLLECTIVE : 0);
+}
+
+/* Without memory for a request, the operation runs to completion now (a
+ * collective one still meets its peers' operations in order) and the
+ * starting call returns its outcome, or AGGIO_ERR_NOMEM. */
+static int run_now(struct call *c) {
+  struct aggio__op op;
+  aggio__requests_settle(c->fh);
+  c->fp_at_start = 0;
+  aggio__call_begin(c, &op, 1);
+  aggio__fail(&op.err, AGGIO_ERR_NOMEM, "rank %d: out of memory for a request",
+              c->fh->rank);
+  aggio__op_wait(&op);
+  aggio__call_end(c, &op);
+  return aggio__finish(&op.err);
+}
+
+static int start(struct call *c, aggio_request *request, int split) {
+  struct aggio__err e = {0};
+  if (request)
+    *request = AGGIO_REQUEST_NULL;
+  if (!c->fh)
+    aggio__fail(&e, AGGIO_ERR_BAD_FILE, "fh is NULL");
+  else if (!request && !split)
+    aggio__fail(&e, AGGIO_ERR_ARG, "rank %d: request is NULL", c->fh->rank);
+  if (e.code != 0)
+    return aggio__finish(&e);
+  struct aggio_request_s *r = calloc(1, sizeof *r);
+  if (!r)
+    return run_now(c);
+  r->c = *c;
+  r->c.status = &r->status;
+  r->c.fp_at_start = 1;
+  r->fh = c->fh;
+  r->split = split;
+  if (c->fh->stats)
+    c->fh->stats->c[AGGIO_C_NB_STARTED]++;
+  pthread_mutex_lock(&lock);
+  aggio__call_begin(&r->c, &r->op, 0);
+  link_request(r);
+  ensure_thread();
+  progress_all(); /* posts the first step at once */
+  pthread_mutex_unlock(&lock);
+  trace_start(r, aggio__now());
+  if (request)
+    *request = r;
+  else
+    c->fh->split = r;
+  return AGGIO_SUCCESS;
+}
+
+static int istart(aggio_file fh, MPI_Offset offset, const void *buf, int count,
+                  MPI_Datatype type, aggio_request *request, int is_write, int collective,
+                  int use_fp) {
+  struct call c = {.fh = fh, .offset = offset, .buf = (void *)buf, .count = count,
+                   .type = type, .is_write = is_write, .collective = collective,
+                   .use_fp = use_fp};
+  return start(&c, request, 0);
+}
+
+int aggio_file_iwrite_at(aggio_file fh, MPI_Offset offset, const void *buf, int count,
+                         MPI_Datatype datatype, aggio_request *request) {
+  return istart(fh, offset, buf, count, datatype, request, 1, 0, 0);
+}
+
+int aggio_file_iread_at(aggio_file fh, MPI_Offset offset, void *buf, int count,
+                        MPI_Datatype datatype, aggio_request *request) {
+  return istart(fh, offset, buf, count, datatype, request, 0, 0, 0);
+}
+
+int aggio_file_iwrite_at_all(aggio_file fh, MPI_Offset offset, const void *buf, int count,
+                             MPI_Datatype datatype, aggio_request *request) {
+  return istart(fh, offset, buf, count, datatype, request, 1, 1, 0);
+}
+
+int aggio_file_iread_at_all(aggio_file fh, MPI_Offset offset, void *buf, int count,
+                            MPI_Datatype datatype, aggio_request *request) {
+  return istart(fh, offset, buf, count, datatype, request, 0, 1, 0);
+}
+
+int aggio_file_iwrite(aggio_file fh, const void *buf, int count, MPI_Datatype datatype,
+                      aggio_request *request) {
+  return istart(fh, 0, buf, count, datatype, request, 1, 0, 1);
+}
+
+int aggio_file_iread(aggio_file fh, void *buf, int count, MPI_Datatype datatype,
+                     aggio_request *request) {
+  return istart(fh, 0, buf, count, datatype, request, 0, 0, 1);
+}
+
+int aggio_file_iwrite_all(aggio_file fh, const void *buf, int count, MPI_Datatype datatype,
+                          aggio_request *request) {
+  return istart(fh, 0, buf, count, datatype, request, 1, 1, 1);
+}
+
+int aggio_file_iread_all(aggio_file fh, void *buf, int count, MPI_Datatype datatype,
+                         aggio_request *request) {
+  return istart(fh, 0, buf, count, datatype, request, 0, 1, 1);
+}
+
+/* ---- completion ------------------------------------------------------------------------ */
+
+static void empty_status(MPI_Status *status) {
+  if (status && status != MPI_STATUS_IGNORE) {
+    MPI_Status_set_elements_x(status, MPI_BYTE, 0);
+    status->MPI_ERROR = MPI_SUCCESS;
+  }
+}
+
+/* Hands a completed request's outcome to the user and frees it (locked):
+ * its status, its trace record of the completion call (t0: when that call
+ * began), the return code and message. */
+static int release(aggio_request *rp, MPI_Status *status, double t0) {
+  struct aggio_request_s *r = *rp;
+  if (status && status != MPI_STATUS_IGNORE)
+    *status = r->status;
+  if (r->fh && r->fh->trace) {
+    MPI_Count bytes = 0;
+    MPI_Get_elements_x(&r->status, MPI_BYTE, &bytes);
+    aggio__trace_record_locked(r->fh, AGGIO_OP_WAIT, -1, (int64_t)bytes, 1, t0, aggio__now(),
+                               r->c.collective ? AGGIO_TRACE_FLAG_COLLECTIVE : 0);
+  }
+  struct aggio__err e = r->err;
+  unlink_request(r);
+  free(r);
+  *rp = AGGIO_REQUEST_NULL;
+  return aggio__finish(&e);
+}
+
+int aggio_wait(aggio_request *request, MPI_Status *status) {
+  struct aggio__err e = {0};
+  if (!request) {
+    aggio__fail(&e, AGGIO_ERR_ARG, "request is NULL");
+    return aggio__finish(&e);
+  }
+  if (!*request) {
+    empty_status(status);
+    return aggio__finish(&e);
+  }
+  double t0 = aggio__now();
+  pthread_mutex_lock(&lock);
+  wait_locked(*request);
+  int rc = release(request, status, t0);
+  pthread_mutex_unlock(&lock);
+  return rc;
+}
+
+int aggio_test(aggio_request *request, int *flag, MPI_Status *status) {
+  struct aggio__err e = {0};
+  if (!request || !flag) {
+    aggio__fail(&e, AGGIO_ERR_ARG, "request or flag is NULL");
+    return aggio__finish(&e);
+  }
+  *flag = 1;
+  if (!*request) {
+    empty_status(status);
+    return aggio__finish(&e);
+  }
+  double t0 = aggio__now();
+  pthread_mutex_lock(&lock);
+  if (!(*request)->complete)
+    progress_all();
+  *flag = (*request)->complete;
+  int rc = *flag ? release(request, status, t0) : aggio__finish(&e);
+  pthread_mutex_unlock(&lock);
+  return rc;
+}
+
+static MPI_Status *status_at(MPI_Status statuses[], int i) {
+  return statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[i];
+}
+
+/* Releases every request of the array (locked, all complete); the first
+ * failure is the result, its message the thread's. */
+static int release_all(int count, aggio_request requests[], MPI_Status statuses[], double t0) {
+  struct aggio__err first_err = {0};
+  for (int i = 0; i < count; i++) {
+    if (!requests[i]) {
+      empty_status(status_at(statuses, i));
+      continue;
+    }
+    struct aggio__err e = requests[i]->err;
+    release(&requests[i], status_at(statuses, i), t0);
+    if (e.code != 0 && first_err.code == 0)
+      first_err = e;
+  }
+  return aggio__finish(&first_err);
+}
+
+static int check_array(int count, aggio_request requests[]) {
+  struct aggio__err e = {0};
+  if (count < 0 || (count > 0 && !requests))
+    aggio__fail(&e, AGGIO_ERR_ARG, "bad request array (count %d)", count);
+  return aggio__finish(&e);
+}
+
+int aggio_waitall(int count, aggio_request requests[], MPI_Status statuses[]) {
+  if (check_array(count, requests) != 0)
+    return AGGIO_ERR_ARG;
+  double t0 = aggio__now();
+  pthread_mutex_lock(&lock);
+  for (int i = 0; i < count; i++)
+    if (requests[i])
+      wait_locked(requests[i]);
+  int rc = release_all(count, requests, statuses, t0);
+  pthread_mutex_unlock(&lock);
+  return rc;
+}
+
+int aggio_testall(int count, aggio_request requests[], int *flag, MPI_Status statuses[]) {
+  if (check_array(count, requests) != 0 || !flag)
+    return flag ? AGGIO_ERR_ARG : check_array(-1, NULL);
+  double t0 = aggio__now();
+  pthread_mutex_lock(&lock);
+  progress_all();
+  *flag = 1;
+  for (int i = 0; i < count; i++)
+    if (requests[i] && !requests[i]->complete)
+      *flag = 0;
+  struct aggio__err none = {0};
+  int rc = *flag ? release_all(count, requests, statuses, t0) : aggio__finish(&none);
+  pthread_mutex_unlock(&lock);
+  return rc;
+}
+
+/* The first complete request of the array, -1 if none (locked). */
+static int any_complete(int count, aggio_request requests[], int *live) {
+  *live = 0;
+  for (int i = 0; i < count; i++) {
+    if (!requests[i])
+      continue;
+    (*live)++;
+    if (requests[i]->complete)
+      return i;
+  }
+  return -1;
+}
+
+int aggio_waitany(int count, aggio_request requests[], int *index, MPI_Status *status) {
+  if (check_array(count, requests) != 0 || !index)
+    return index ? AGGIO_ERR_ARG : check_array(-1, NULL);
+  double t0 = aggio__now();
+  int backoff = 0, live, i;
+  pthread_mutex_lock(&lock);
+  while ((i = any_complete(count, requests, &live)) < 0 && live > 0) {
+    if (live == 1 && outstanding == 1) { /* only one left: block on it */
+      for (i = 0; !requests[i]; i++)
+        ;
+      wait_locked(requests[i]);
+      continue;
+    }
+    if (progress_all())
+      backoff = 0;
+    else
+      pause_locked(&backoff);
+  }
+  struct aggio__err none = {0};
+  int rc;
+  if (i < 0) {
+    *index = MPI_UNDEFINED;
+    empty_status(status);
+    rc = aggio__finish(&none);
+  } else {
+    *index = i;
+    rc = release(&requests[i], status, t0);
+  }
+  pthread_mutex_unlock(&lock);
+  return rc;
+}
+
+/* ---- split collectives ------------------------------------------------------------------- */
+
+static int begin(aggio_file fh, MPI_Offset offset, const void *buf, int count,
+                 MPI_Datatype type, int is_write, int use_fp) {
+  struct aggio__err e = {0};
+  if (fh && fh->split) {
+    aggio__fail(&e, AGGIO_ERR_REQUEST, "rank %d: a split collective is already active on "
+                "this file (MPI allows one per file handle)", fh->rank);
+    return aggio__finish(&e);
+  }
+  struct call c = {.fh = fh, .offset = offset, .buf = (void *)buf, .count = count,
+                   .type = type, .is_write = is_write, .collective = 1, .use_fp = use_fp};
+  return start(&c, NULL, 1);
+}
+
+static int end(aggio_file fh, const void *buf, MPI_Status *status, int is_write, int use_fp) {
+  struct aggio__err e = {0};
+  struct aggio_request_s *r = fh ? fh->split : NULL;
+  if (!fh)
+    aggio__fail(&e, AGGIO_ERR_BAD_FILE, "fh is NULL");
+  else if (!r || r->c.is_write != is_write || r->c.use_fp != use_fp)
+    aggio__fail(&e, AGGIO_ERR_REQUEST, "rank %d: no matching split collective was begun "
+                "on this file", fh->rank);
+  else if (r->c.buf != buf)
+    aggio__fail(&e, AGGIO_ERR_ARG, "rank %d: the end call's buffer is not the begin call's",
+                fh->rank);
+  if (e.code != 0)
+    return aggio__finish(&e);
+  fh->split = NULL;
+  aggio_request req = r;
+  return aggio_wait(&req, status);
+}
+
+int aggio_file_write_at_all_begin(aggio_file fh, MPI_Offset offset, const void *buf,
+                                  int count, MPI_Datatype datatype) {
+  return begin(fh, offset, buf, count, datatype, 1, 0);
+}
+
+int aggio_file_write_at_all_end(aggio_file fh, const void *buf, MPI_Status *status) {
+  return end(fh, buf, status, 1, 0);
+}
+
+int aggio_file_read_at_all_begin(aggio_file fh, MPI_Offset offset, void *buf, int count,
+                                 MPI_Datatype datatype) {
+  return begin(fh, offset, buf, count, datatype, 0, 0);
+}
+
+int aggio_file_read_at_all_end(aggio_file fh, void *buf, MPI_Status *status) {
+  return end(fh, buf, status, 0, 0);
+}
+
+int aggio_file_write_all_begin(aggio_file fh, const void *buf, int count,
+                               MPI_Datatype datatype) {
+  return begin(fh, 0, buf, count, datatype, 1, 1);
+}
+
+int aggio_file_write_all_end(aggio_file fh, const void *buf, MPI_Status *status) {
+  return end(fh, buf, status, 1, 1);
+}
+
+int aggio_file_read_all_begin(aggio_file fh, void *buf, int count, MPI_Datatype datatype) {
+  return begin(fh, 0, buf, count, datatype, 0, 1);
+}
+
+int aggio_file_read_all_end(aggio_file fh, void *buf, MPI_Status *status) {
+  return end(fh, buf, status, 0, 1);
+}
