@@ -231,7 +231,6 @@ void aggio__op_free(struct aggio__op *op) {
 
 /* ---- the shared steps of a collective operation ------------------------------------- */
 
-static int step_summarize(struct aggio__op *op);
 static int step_decide(struct aggio__op *op);
 static int step_flush(struct aggio__op *op);
 static int step_init(struct aggio__op *op);
@@ -244,7 +243,7 @@ void aggio__op_init(struct aggio__op *op, aggio_file fh, int collective, int blo
   op->blocking = blocking;
   op->eof = INT64_MAX;
   if (collective)
-    aggio__then(op, step_summarize, AGGIO_P_AGREE);
+    aggio__then(op, aggio__step_summarize, AGGIO_P_AGREE);
   else
     aggio__then(op, step_independent, AGGIO_P_WRITE);
 }
@@ -261,7 +260,7 @@ static void contributions(aggio_file fh, struct aggio__call_summary *mine,
   }
 }
 
-static int step_summarize(struct aggio__op *op) {
+int aggio__step_summarize(struct aggio__op *op) {
   aggio_file fh = op->fh;
   struct aggio__err held = {0};
   struct aggio__call_summary c = {.held_lo = INT64_MAX};
@@ -275,6 +274,7 @@ static int step_summarize(struct aggio__op *op) {
   fh->wrote_alone = 0;
   op->mine.held_lo = c.held_lo;
   op->mine.held_hi = c.held_hi;
+  op->mine.mergeable = op->merge ? op->merge->n : 1;
   aggio__then(op, step_decide, AGGIO_P_PLAN);
   return aggio__op_allreduce(op, &op->mine, &op->sum, 1, fh->summary_type,
                              fh->summary_op, fh->comm, AGGIO_P_AGREE);
@@ -303,6 +303,12 @@ static int step_decide(struct aggio__op *op) {
     return aggio__then(op, NULL, AGGIO_P_AGREE); /* bad arguments: nothing moves */
   if (op->err.code != 0) /* an MPI failure of the reduction itself */
     return aggio__then(op, NULL, AGGIO_P_AGREE);
+  if (op->sum.mergeable > 1) /* every rank has later operations to merge */
+    return aggio__then(op, aggio__merge_step, AGGIO_P_PLAN);
+  return aggio__step_choose(op);
+}
+
+int aggio__step_choose(struct aggio__op *op) {
   op->strategy = choose(op);
   /* Data another strategy keeps (write-behind) reaches the file first; a
    * strategy that keeps data itself (it has a flush) handles it itself. */
@@ -397,6 +403,23 @@ static int step_independent(struct aggio__op *op) {
     return aggio__then(op, NULL, AGGIO_P_WRITE);
   fh->wrote_alone |= op->acc.is_write;
   return aggio__then(op, aggio__independent_io, op->acc.is_write ? AGGIO_P_WRITE : AGGIO_P_READ);
+}
+
+/* Bytes of the stream before end of file (reads): the file ranges in stream
+ * order are sorted, so the count stops at the first byte past EOF. */
+int64_t aggio__access_before_eof(const struct aggio__access *acc, int64_t eof) {
+  int64_t n = 0;
+  for (size_t i = 0; i < acc->file.n; i++) {
+    const struct aggio__extent *x = &acc->file.v[i];
+    if (x->off + x->len <= eof) {
+      n += x->len;
+      continue;
+    }
+    if (x->off < eof)
+      n += eof - x->off;
+    break;
+  }
+  return n;
 }
 
 /* ---- flushing ---------------------------------------------------------------------- */

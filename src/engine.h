@@ -41,6 +41,19 @@ enum { AGGIO_STEP_NEXT = 0, AGGIO_STEP_PENDING = 1 };
 struct aggio__op;
 typedef int (*aggio__step_fn)(struct aggio__op *op);
 
+/* Non-blocking collective operations started back to back on one file,
+ * each small, may run as one (merge.c): the first carries the others. */
+struct aggio__merge {
+  int n;                    /* operations offered (ops[0]: the carrier) */
+  struct aggio__op **ops;
+  int64_t *ranges;          /* 2n: per operation MIN lo and MIN -hi over ranks */
+  int *order;               /* n: merged operations by file offset */
+  int64_t *spos;            /* n: where each one's data lies in the merged stream */
+  int m;                    /* operations merged (0 until agreed) */
+  int built;                /* the carrier runs the merged access */
+  struct aggio__access own; /* the carrier's own access, while it carries */
+};
+
 struct aggio__op {
   aggio_file fh;
   struct aggio__access acc;     /* this rank's ranges and data stream */
@@ -68,6 +81,7 @@ struct aggio__op {
   int (*test)(struct aggio__op *op);  /* strategy condition: 1 when ready */
   void (*block)(struct aggio__op *op); /* waits until test would be 1 */
 
+  struct aggio__merge *merge;   /* later operations this one may carry, or NULL */
   struct aggio__call_summary mine, sum; /* this rank's, and the agreed one */
   int64_t agreed[2];            /* outcome reduction: encoded error, end of file */
   aggio__step_fn agreed_next;   /* aggio__op_agree_then: the step after it */
@@ -101,6 +115,24 @@ static inline int aggio__then(struct aggio__op *op, aggio__step_fn next, int pha
   op->phase = phase;
   return AGGIO_STEP_NEXT;
 }
+
+/* Bytes of acc's stream before end of file `eof` (reads). */
+int64_t aggio__access_before_eof(const struct aggio__access *acc, int64_t eof);
+
+/* The first step of a collective operation: the summary reduction. */
+int aggio__step_summarize(struct aggio__op *op);
+
+/* After the summary: the strategy, then a flush of data other strategies
+ * hold, then its state, then its steps. */
+int aggio__step_choose(struct aggio__op *op);
+
+/* After the summary, when every rank offered later operations to merge
+ * (merge.c): agrees on how many merge and runs them as one. */
+int aggio__merge_step(struct aggio__op *op);
+/* At the carrier's completion: each merged operation gets the outcome (and
+ * what it read); the carrier gets its own access back.  Returns how many
+ * operations were merged (1: none). */
+int aggio__merge_finish(struct aggio__op *op);
 
 /* The last step of a strategy that agrees on the outcome: a reduction of
  * the error (and, for reads, of the end of file). */

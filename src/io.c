@@ -113,23 +113,6 @@ static int prepare(struct call *c, struct aggio__access *acc, struct aggio__err 
   return 0;
 }
 
-/* Bytes of the stream before end of file (reads): the file ranges in stream
- * order are sorted, so the count stops at the first byte past EOF. */
-static int64_t bytes_before_eof(const struct aggio__access *acc, int64_t eof) {
-  int64_t n = 0;
-  for (size_t i = 0; i < acc->file.n; i++) {
-    const struct aggio__extent *x = &acc->file.v[i];
-    if (x->off + x->len <= eof) {
-      n += x->len;
-      continue;
-    }
-    if (x->off < eof)
-      n += eof - x->off;
-    break;
-  }
-  return n;
-}
-
 static void count_call(const struct call *c, int64_t done) {
   struct aggio__stats *s = c->fh->stats;
   int ctr = c->collective ? (c->is_write ? AGGIO_C_COLL_WRITES : AGGIO_C_COLL_READS)
@@ -144,7 +127,7 @@ static void finish_call(struct call *c, struct aggio__op *op) {
   aggio_file fh = c->fh;
   struct aggio__access *acc = &op->acc;
   int code = op->err.code;
-  int64_t done = code != 0 ? 0 : c->is_write ? acc->nbytes : bytes_before_eof(acc, op->eof);
+  int64_t done = code != 0 ? 0 : c->is_write ? acc->nbytes : aggio__access_before_eof(acc, op->eof);
   if (code == 0 && !c->is_write && c->packed)
     aggio__flat_unpack(c->mem, c->count, acc->stream, done, c->buf);
   if (c->status && c->status != MPI_STATUS_IGNORE)

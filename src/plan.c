@@ -363,6 +363,7 @@ void aggio__summary_mine(struct aggio__call_summary *s, const struct aggio__exte
   s->lo = INT64_MAX;
   s->held_lo = INT64_MAX;
   s->flags = flags;
+  s->mergeable = 1;
   if (err || bytes <= 0 || file->n == 0)
     return;
   const struct aggio__extent *last = &file->v[file->n - 1];
@@ -390,6 +391,7 @@ void aggio__summary_merge(const struct aggio__call_summary *in,
   io->flags |= in->flags;
   io->held_lo = min64(in->held_lo, io->held_lo);
   io->held_hi = max64(in->held_hi, io->held_hi);
+  io->mergeable = min64(in->mergeable, io->mergeable);
 }
 
 int aggio__summary_interleaved(const struct aggio__call_summary *s) {
@@ -459,6 +461,30 @@ int aggio__auto_decide(const struct aggio__call_summary *s, const struct aggio__
   snprintf(why, whylen, "%s requests (avg %lld bytes)%s", avg < small ? "contiguous" : "large",
            (long long)avg, in->striped ? ", ranks do not interleave" : "");
   return AGGIO_AUTO_INDEPENDENT;
+}
+
+/* ---- merging non-blocking operations ---------------------------------------- */
+
+static int merge_clash(int64_t lo, int64_t hi, int64_t lj, int64_t hj) {
+  return lo < hi && lj < hj && lo < hj && lj < hi;
+}
+
+int aggio__merge_prefix(const int64_t *ranges, int n, int *order) {
+  int m = 0;
+  for (; m < n; m++) {
+    int clash = 0;
+    for (int j = 0; j < m && !clash; j++)
+      clash = merge_clash(ranges[2 * m], -ranges[2 * m + 1], ranges[2 * j], -ranges[2 * j + 1]);
+    if (clash)
+      break;
+  }
+  for (int i = 0; i < m; i++) { /* insertion sort by lo: m is small */
+    int j = i;
+    for (; j > 0 && ranges[2 * order[j - 1]] > ranges[2 * i]; j--)
+      order[j] = order[j - 1];
+    order[j] = i;
+  }
+  return m;
 }
 
 /* ---- the node cache --------------------------------------------------------- */

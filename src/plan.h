@@ -30,8 +30,9 @@ struct aggio__call_summary {
   int64_t flags;       /* OR of AGGIO_SF_* (engine.h) */
   int64_t held_lo;     /* MIN of the first byte of written data held in node caches */
   int64_t held_hi;     /* MAX of the end of it (held_lo = INT64_MAX, held_hi = 0: none) */
+  int64_t mergeable;   /* MIN: operations this call may merge (engine.h, merge.c) */
 };
-#define AGGIO_SUMMARY_FIELDS 11
+#define AGGIO_SUMMARY_FIELDS 12
 
 /* This rank's summary of `file` (sorted ranges, `bytes` in all). */
 void aggio__summary_mine(struct aggio__call_summary *s, const struct aggio__extents *file,
@@ -42,6 +43,14 @@ void aggio__summary_merge(const struct aggio__call_summary *in,
 /* 1 when some ranks' [lo, hi) ranges overlap (they interleave); exact when
  * no gaps separate the ranges, a lower bound otherwise. */
 int aggio__summary_interleaved(const struct aggio__call_summary *s);
+
+/* ---- merging non-blocking operations (merge.c) ------------------------------ */
+
+/* ranges: n pairs (lo, -hi) of operations' agreed ranges [lo, hi) (empty
+ * when lo >= hi).  Returns the length m of the longest prefix whose
+ * ranges are pairwise disjoint, and order[0..m) = those operations sorted
+ * by lo (empty ones last). */
+int aggio__merge_prefix(const int64_t *ranges, int n, int *order);
 
 /* ---- the auto rule (docs/strategies.md) ------------------------------------ */
 

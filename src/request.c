@@ -26,6 +26,8 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -84,16 +86,98 @@ static void unlink_request(struct aggio_request_s *r) {
 
 /* ---- progress -------------------------------------------------------------------------- */
 
-/* Gives the user the outcome; the request stays on the list until waited. */
+static struct aggio_request_s *request_of(struct aggio__op *op) {
+  return (struct aggio_request_s *)((char *)op - offsetof(struct aggio_request_s, op));
+}
+
+static void free_merge(struct aggio__merge *g) {
+  if (!g)
+    return;
+  free(g->ops);
+  free(g->ranges);
+  free(g->order);
+  free(g->spos);
+  free(g);
+}
+
+/* Gives the user the outcome; the request stays on the list until waited.
+ * Operations merged into r's complete with it. */
 static void complete(struct aggio_request_s *r) {
   aggio_file fh = r->fh;
+  struct aggio__merge *g = r->op.merge;
+  int m = aggio__merge_finish(&r->op);
+  r->op.merge = NULL;
   aggio__call_end(&r->c, &r->op);
   r->err = r->op.err;
   r->status.MPI_ERROR = r->err.code;
   r->complete = 1;
   outstanding--;
   fh->nb_outstanding--;
+  for (int i = 1; i < m; i++) {
+    struct aggio_request_s *f = request_of(g->ops[i]);
+    f->op.t_mark = fh->stats ? aggio__now() : 0.0;
+    complete(f);
+  }
+  if (fh->stats && m > 1)
+    fh->stats->c[AGGIO_C_NB_MERGED] += m - 1;
+  free_merge(g);
   pthread_cond_broadcast(&changed);
+}
+
+/* ---- merging ------------------------------------------------------------------------- */
+
+/* Small non-blocking collective operations queued back to back on a file
+ * are offered to the first for merging (merge.c: the ranks agree on how
+ * many).  Limits keep the merged copy small. */
+#define MERGE_MAX_OPS 256
+#define MERGE_MAX_BYTES (1 << 20)      /* per operation and rank */
+#define MERGE_MAX_TOTAL (64 << 20)     /* per merged operation and rank */
+
+static int mergeable(const struct aggio_request_s *r, int is_write) {
+  return r->c.collective && !r->complete && r->op.nsteps == 0 && r->c.is_write == is_write &&
+         r->op.err.code == 0 && r->op.acc.nbytes <= MERGE_MAX_BYTES;
+}
+
+/* The operations r may carry: the next collective ones of its file, while
+ * they qualify (the first that does not ends the run: the order of a
+ * file's collective operations is kept). */
+static int followers(struct aggio_request_s *r, struct aggio__op **ops) {
+  int n = 1;
+  int64_t total = r->op.acc.nbytes;
+  ops[0] = &r->op;
+  for (struct aggio_request_s *f = r->next; f && n < MERGE_MAX_OPS; f = f->next) {
+    if (f->fh != r->fh || !f->c.collective)
+      continue;
+    if (!mergeable(f, r->c.is_write) || total + f->op.acc.nbytes > MERGE_MAX_TOTAL)
+      break;
+    total += f->op.acc.nbytes;
+    ops[n++] = &f->op;
+  }
+  return n;
+}
+
+/* Before r's first step: offers it the operations queued behind it. */
+static void offer_merge(struct aggio_request_s *r) {
+  if (r->op.nsteps != 0 || r->op.merge || r->fh->atomic || !mergeable(r, r->c.is_write))
+    return;
+  struct aggio__op *ops[MERGE_MAX_OPS];
+  int n = followers(r, ops);
+  if (n < 2)
+    return;
+  struct aggio__merge *g = calloc(1, sizeof *g);
+  if (g) {
+    g->ops = malloc((size_t)n * sizeof *g->ops);
+    g->ranges = malloc((size_t)n * 2 * sizeof *g->ranges);
+    g->order = malloc((size_t)n * sizeof *g->order);
+    g->spos = malloc((size_t)n * sizeof *g->spos);
+  }
+  if (!g || !g->ops || !g->ranges || !g->order || !g->spos) {
+    free_merge(g); /* no merge: this rank offers 1, and the MIN says so */
+    return;
+  }
+  memcpy(g->ops, ops, (size_t)n * sizeof *ops);
+  g->n = n;
+  r->op.merge = g;
 }
 
 /* Runs r's steps while they can run (locked).  The phase timers count only
@@ -110,9 +194,26 @@ static int advance(struct aggio_request_s *r, int *moved) {
   return done;
 }
 
+/* A file's first unstarted collective operation waits this long after a
+ * starting call on the file before the progress thread starts it, so that
+ * operations started back to back can merge. */
+#define MERGE_GRACE 200e-6
+
+/* 1 when r should not take its first step in this pass: `defer` is the
+ * file of the starting call running the pass (its next call may bring an
+ * operation to merge), or the pass is the progress thread's within the
+ * grace after a starting call. */
+static int deferred(const struct aggio_request_s *r, aggio_file defer, double now) {
+  if (!r->c.collective || r->op.nsteps != 0)
+    return 0;
+  if (r->fh == defer)
+    return 1;
+  return now > 0 && now - r->fh->nb_last_start < MERGE_GRACE;
+}
+
 /* One pass over every outstanding operation (locked).  Returns 1 when
- * some step ran. */
-static int progress_all(void) {
+ * some step ran.  `defer` and `now`: see deferred(). */
+static int progress_pass(aggio_file defer, double now) {
   int moved = 0;
   pass++;
   for (struct aggio_request_s *r = first, *next; r; r = next) {
@@ -121,21 +222,41 @@ static int progress_all(void) {
       continue;
     if (r->c.collective && r->fh->nb_blocked == pass)
       continue; /* an earlier collective operation of the file is unfinished */
-    if (advance(r, &moved))
+    if (deferred(r, defer, now)) {
+      r->fh->nb_blocked = pass;
+      continue;
+    }
+    offer_merge(r);
+    if (advance(r, &moved)) {
       complete(r);
-    else if (r->c.collective)
+      next = r->next; /* complete() may have completed what followed */
+    } else if (r->c.collective)
       r->fh->nb_blocked = pass;
   }
   return moved;
 }
 
+static int progress_all(void) { return progress_pass(NULL, 0.0); }
+
 /* Waits a little for a completion (locked): the progress thread's, or for
- * posted work to move.  Short first, longer while nothing moves. */
-static void pause_locked(int *backoff_us) {
-  *backoff_us = *backoff_us ? (*backoff_us < 500 ? 2 * *backoff_us : 1000) : 10;
+ * posted work to move.  MPI moves messages only while someone calls it, so
+ * the first pauses just yield the processor; then sleeps from 10 us,
+ * doubling up to 1 ms while nothing moves. */
+#define YIELDS 64
+
+static void pause_locked(int *backoff) {
+  if (*backoff < YIELDS) {
+    (*backoff)++;
+    pthread_mutex_unlock(&lock);
+    sched_yield();
+    pthread_mutex_lock(&lock);
+    return;
+  }
+  int us = 10 << (*backoff - YIELDS < 7 ? *backoff - YIELDS : 7);
+  (*backoff)++;
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
-  ts.tv_nsec += (long)*backoff_us * 1000;
+  ts.tv_nsec += (long)us * 1000;
   if (ts.tv_nsec >= 1000000000L) {
     ts.tv_sec++;
     ts.tv_nsec -= 1000000000L;
@@ -148,7 +269,7 @@ static void *progress_main(void *arg) {
   int backoff = 0;
   pthread_mutex_lock(&lock);
   while (outstanding > 0 && thread_running) {
-    if (progress_all())
+    if (progress_pass(NULL, aggio__now()))
       backoff = 0;
     if (outstanding == 0)
       break;
@@ -307,8 +428,9 @@ static int start(struct call *c, aggio_request *request, int split) {
   pthread_mutex_lock(&lock);
   aggio__call_begin(&r->c, &r->op, 0);
   link_request(r);
+  c->fh->nb_last_start = aggio__now();
   ensure_thread();
-  progress_all(); /* posts the first step at once */
+  progress_pass(c->fh, 0.0); /* this file's next call may bring more to merge */
   pthread_mutex_unlock(&lock);
   trace_start(r, aggio__now());
   if (request)

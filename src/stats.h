@@ -43,7 +43,8 @@
   X(COLL_ROUNDS, "two-phase rounds")                                           \
   X(AGGR_ACTIVE, "aggregator-calls that moved data")                           \
   X(SYNCS, "fsync calls")                                                      \
-  X(NB_STARTED, "non-blocking and split collective operations started")
+  X(NB_STARTED, "non-blocking and split collective operations started")         \
+  X(NB_MERGED, "non-blocking collective operations merged into an earlier one")
 
 enum aggio__counter {
 #define AGGIO__CTR_ENUM(name, doc) AGGIO_C_##name,

@@ -360,7 +360,28 @@ static void test_auto(void) {
         "one reader, large -> independent: %s", why);
 }
 
+/* Which offered non-blocking operations merge: the longest prefix with
+ * pairwise disjoint ranges, sorted by offset, empty ones anywhere. */
+static void test_merge_prefix(void) {
+#define R(lo, hi) (lo), -(int64_t)(hi)
+  int order[8];
+  const int64_t apart[] = {R(300, 400), R(0, 100), R(100, 200), R(INT64_MAX, 0)};
+  CHECK(aggio__merge_prefix(apart, 4, order) == 4, "disjoint ranges all merge");
+  CHECK(order[0] == 1 && order[1] == 2 && order[2] == 0 && order[3] == 3,
+        "sorted by offset, empty last: %d %d %d %d", order[0], order[1], order[2], order[3]);
+  const int64_t clash[] = {R(0, 100), R(200, 300), R(250, 260), R(400, 500)};
+  CHECK(aggio__merge_prefix(clash, 4, order) == 2, "the third overlaps the second: stop");
+  CHECK(order[0] == 0 && order[1] == 1, "prefix order %d %d", order[0], order[1]);
+  const int64_t same[] = {R(0, 100), R(0, 100)};
+  CHECK(aggio__merge_prefix(same, 2, order) == 1, "a rewrite of the same bytes does not merge");
+  const int64_t touch[] = {R(100, 200), R(0, 100)};
+  CHECK(aggio__merge_prefix(touch, 2, order) == 2 && order[0] == 1,
+        "adjacent ranges merge, reordered");
+#undef R
+}
+
 int main(void) {
+  test_merge_prefix();
   test_summary_merge();
   test_cache_geometry();
   test_auto();
