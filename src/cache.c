@@ -52,6 +52,8 @@ struct shared {
   uint64_t clock;
   int stop;             /* threads finish the queue and leave */
   int64_t err_count;    /* deferred failures so far */
+  int64_t reported;     /* of which a rank has reported (the agreement
+                         * brings that rank's report to every rank) */
   int err_code;
   char err_msg[256];
   struct slot slot[];
@@ -67,9 +69,6 @@ struct aggio__cache {
   int nslots;
   pthread_t thread[THREADS];
   int nthreads;
-  int leader;          /* the node's first rank: the one that reports
-                        * deferred failures, so each is reported once */
-  int64_t seen_err;    /* deferred failures this rank has reported */
   double waited;       /* seconds this rank waited or helped (timers) */
 };
 
@@ -582,18 +581,21 @@ void aggio__cache_held(struct aggio__cache *c, int64_t *flags, int64_t *lo, int6
   pthread_mutex_unlock(&c->sh->lock);
 }
 
+/* The first rank of the node to look after a failure reports it: whichever
+ * rank flushes last in a collective flush has waited for every write of
+ * the node, so no failure escapes the agreement that follows (a leader
+ * that looked before another rank's write failed would miss it). */
 int aggio__cache_error(struct aggio__cache *c, struct aggio__err *e) {
-  if (!c->leader)
-    return 0; /* the agreement brings the leader's report to every rank */
   pthread_mutex_lock(&c->sh->lock);
   int64_t n = c->sh->err_count;
+  int fresh = n > c->sh->reported;
+  c->sh->reported = n;
   int code = c->sh->err_code;
   char msg[256];
   snprintf(msg, sizeof msg, "%s", c->sh->err_msg);
   pthread_mutex_unlock(&c->sh->lock);
-  if (n <= c->seen_err)
+  if (!fresh)
     return 0;
-  c->seen_err = n;
   return aggio__fail(e, code, "rank %d: an earlier collective write, held by write-behind, "
                      "failed to reach the file: %s", c->fh->rank, msg);
 }
@@ -691,9 +693,6 @@ int aggio__cache_new(aggio_file fh, MPI_Comm comm, int64_t block, int nslots, in
   }
   if (host)
     start_threads(c);
-  int me;
-  MPI_Comm_rank(comm, &me);
-  c->leader = me == 0;
   *out = c;
   return 0;
 }

@@ -30,18 +30,36 @@ void aggio__op_reassign(struct aggio__op *op, int to, double seconds) {
 
 /* ---- MPI requests of the pending step ---------------------------------------- */
 
-MPI_Request *aggio__op_request(struct aggio__op *op) {
-  if (op->nreq == op->req_cap) {
-    int cap = op->req_cap ? 2 * op->req_cap : 8;
-    MPI_Request *r = realloc(op->req, (size_t)cap * sizeof *r);
-    if (r)
-      op->req = r;
-    MPI_Status *st = r ? realloc(op->stat, (size_t)cap * sizeof *st) : NULL;
-    if (!st)
-      return NULL;
-    op->stat = st;
-    op->req_cap = cap;
+static int inline_slot(const struct aggio__op *op) { return op->req == &op->req_inline; }
+
+static int grow_requests(struct aggio__op *op) {
+  int cap = op->req_cap > 1 ? 2 * op->req_cap : 8;
+  MPI_Request *r = malloc((size_t)cap * sizeof *r);
+  MPI_Status *st = malloc((size_t)cap * sizeof *st);
+  if (!r || !st) {
+    free(r);
+    free(st);
+    return -1;
   }
+  memcpy(r, op->req, (size_t)op->nreq * sizeof *r);
+  if (!inline_slot(op)) {
+    free(op->req);
+    free(op->stat);
+  }
+  op->req = r;
+  op->stat = st;
+  op->req_cap = cap;
+  return 0;
+}
+
+MPI_Request *aggio__op_request(struct aggio__op *op) {
+  if (op->req_cap == 0) {
+    op->req = &op->req_inline;
+    op->stat = &op->stat_inline;
+    op->req_cap = 1;
+  }
+  if (op->nreq == op->req_cap && grow_requests(op) != 0)
+    return NULL;
   op->req[op->nreq] = MPI_REQUEST_NULL;
   return &op->req[op->nreq++];
 }
@@ -53,10 +71,20 @@ void aggio__op_note(struct aggio__op *op, int rc, const char *what) {
 }
 
 /* A request slot for a posted collective, or NULL when the collective
- * runs blocking: in a blocking operation, or when there is no memory for
- * the request list (blocking is always allowed). */
+ * runs blocking (a blocking operation: every rank makes the same blocking
+ * call).  A non-blocking operation always posts (MPI matches no blocking
+ * collective with a posted one): without memory for one more slot, the
+ * step's requests complete first and their slots are reused. */
 static MPI_Request *slot_or_block(struct aggio__op *op) {
-  MPI_Request *r = op->blocking ? NULL : aggio__op_request(op);
+  if (op->blocking)
+    return NULL;
+  MPI_Request *r = aggio__op_request(op);
+  if (!r && op->nreq > 0) {
+    if (MPI_Waitall(op->nreq, op->req, op->stat) != MPI_SUCCESS)
+      aggio__op_note(op, AGGIO_ERR_MPI, "MPI_Waitall");
+    op->nreq = 0;
+    r = aggio__op_request(op);
+  }
   if (!r)
     op->blocking = 1;
   return r;
@@ -222,8 +250,10 @@ void aggio__op_free(struct aggio__op *op) {
     op->sdata_free(op);
   op->sdata = NULL;
   op->sdata_free = NULL;
-  free(op->req);
-  free(op->stat);
+  if (!inline_slot(op)) {
+    free(op->req);
+    free(op->stat);
+  }
   op->req = NULL;
   op->stat = NULL;
   op->nreq = op->req_cap = 0;

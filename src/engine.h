@@ -76,6 +76,8 @@ struct aggio__op {
   MPI_Request *req;
   MPI_Status *stat;             /* req_cap entries (MPICH's headers warn on
                                  * MPI_STATUSES_IGNORE) */
+  MPI_Request req_inline;       /* the first slot, which never fails: a */
+  MPI_Status stat_inline;       /* posted collective always gets one */
   int nreq, req_cap;
   struct aggio__batch batch;    /* I/O jobs of this operation (pool.h) */
   int (*test)(struct aggio__op *op);  /* strategy condition: 1 when ready */

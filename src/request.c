@@ -329,14 +329,36 @@ static void ensure_thread(void) {
     thread_joinable = 1;
 }
 
-/* Completes r (locked).  When it is the only operation outstanding it may
- * block in MPI; otherwise passes run until it completes, as other ranks
- * may need this rank's steps of other operations first. */
+/* 1 when every other outstanding operation is a collective one of r's file
+ * started after r (locked): none can move before r completes, so nothing
+ * another rank waits for is held up if r's steps block. */
+static int first_in_line(const struct aggio_request_s *r) {
+  int after = 0;
+  for (const struct aggio_request_s *x = first; x; x = x->next) {
+    if (x == r) {
+      after = 1;
+      continue;
+    }
+    if (x->complete)
+      continue;
+    if (!after || x->fh != r->fh || !x->c.collective || !r->c.collective)
+      return 0;
+  }
+  return 1;
+}
+
+/* Completes r (locked).  When nothing else can move first, it waits in
+ * MPI for what its steps post; otherwise passes run until it completes, as
+ * other ranks may need this rank's steps of other operations first.  Its
+ * collectives stay posted ones either way: MPI does not match a blocking
+ * collective with a non-blocking one, and other ranks may be running the
+ * same operation from a progress pass. */
 static void wait_locked(struct aggio_request_s *r) {
   int backoff = 0;
   while (!r->complete) {
-    if (outstanding == 1) {
+    if (first_in_line(r)) {
       double t = r->fh->stats ? aggio__now() : 0.0;
+      offer_merge(r);
       r->op.t_mark = t;
       aggio__op_wait(&r->op);
       if (r->fh->stats)
@@ -390,14 +412,47 @@ static void trace_start(struct aggio_request_s *r, double t1) {
                                c->collective ? AGGIO_TRACE_FLAG_COLLECTIVE : 0);
 }
 
-/* Without memory for a request, the operation runs to completion now (a
- * collective one still meets its peers' operations in order) and the
- * starting call returns its outcome, or AGGIO_ERR_NOMEM. */
+/* How long a starting call, without a progress thread, runs its operation
+ * while it waits for the other ranks' starting calls (see first_steps). */
+#define RUN_AHEAD 2e-3
+
+/* 1 while r's pending step waits for messages or collectives. */
+static int waits_on_peers(const struct aggio_request_s *r) {
+  return !r->complete && r->op.pending && r->op.nreq > 0;
+}
+
+/* The starting call's pass (locked).  Operations started back to back on
+ * a file (a burst: the file's previous one is outstanding and was started
+ * within MERGE_GRACE) are left for the next call to merge.  Otherwise the
+ * operation starts now; without a progress thread nothing would move it
+ * until the application's next aggio call, so the starting call runs it
+ * as far as it goes within RUN_AHEAD: ranks start a collective operation
+ * at about the same time, and once it has agreed and handed its file I/O
+ * to the I/O threads the I/O goes on during the computation. */
+static void first_steps(struct aggio_request_s *r) {
+  aggio_file fh = r->fh;
+  double now = aggio__now();
+  int burst = now - fh->nb_last_start < MERGE_GRACE;
+  fh->nb_last_start = now;
+  ensure_thread();
+  if (burst || thread_running) {
+    progress_pass(burst ? fh : NULL, 0.0);
+    return;
+  }
+  do
+    progress_all();
+  while (waits_on_peers(r) && aggio__now() - now < RUN_AHEAD);
+}
+
+/* Without memory for a request, the operation runs to completion now, with
+ * posted collectives as its peers' operations use (a collective one still
+ * meets theirs in order), and the starting call returns its outcome,
+ * AGGIO_ERR_NOMEM, agreed with the peers. */
 static int run_now(struct call *c) {
   struct aggio__op op;
   aggio__requests_settle(c->fh);
   c->fp_at_start = 0;
-  aggio__call_begin(c, &op, 1);
+  aggio__call_begin(c, &op, 0);
   aggio__fail(&op.err, AGGIO_ERR_NOMEM, "rank %d: out of memory for a request",
               c->fh->rank);
   aggio__op_wait(&op);
@@ -428,9 +483,7 @@ static int start(struct call *c, aggio_request *request, int split) {
   pthread_mutex_lock(&lock);
   aggio__call_begin(&r->c, &r->op, 0);
   link_request(r);
-  c->fh->nb_last_start = aggio__now();
-  ensure_thread();
-  progress_pass(c->fh, 0.0); /* this file's next call may bring more to merge */
+  first_steps(r);
   pthread_mutex_unlock(&lock);
   trace_start(r, aggio__now());
   if (request)
