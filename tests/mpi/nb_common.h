@@ -30,7 +30,7 @@ struct nb {
 
 static const char *volatile nb_current = "start";
 
-static void nb_on_alarm(int sig) {
+static inline void nb_on_alarm(int sig) {
   static const char m[] = "TIMEOUT (a call hung?) in: ";
   (void)sig;
   if (write(2, m, sizeof m - 1) < 0 || write(2, nb_current, strlen(nb_current)) < 0 ||
@@ -43,7 +43,7 @@ static void nb_on_alarm(int sig) {
  * parts a test knows are its own business: level single).  Returns 0, or
  * -1 when the test cannot run (the reason recorded as a failure or a
  * skip; call nb_finish). */
-static int nb_init(struct nb *c, int *argc, char ***argv, const char *name) {
+static inline int nb_init(struct nb *c, int *argc, char ***argv, const char *name) {
   memset(c, 0, sizeof *c);
   c->part = *argc > 1 ? (*argv)[1] : "single";
   int want = strcmp(c->part, "multiple") == 0 ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE;
@@ -83,7 +83,7 @@ static int nb_init(struct nb *c, int *argc, char ***argv, const char *name) {
 }
 
 /* Removes the scratch files; the ranks agree on the outcome; MPI ends. */
-static int nb_finish(struct nb *c) {
+static inline int nb_finish(struct nb *c) {
   nb_current = "cleanup";
   MPI_Barrier(MPI_COMM_WORLD);
   if (c->rank == 0 && c->dir[0]) {
@@ -97,26 +97,26 @@ static int nb_finish(struct nb *c) {
   return rc;
 }
 
-static void nb_begin(struct nb *c, const char *name) {
+static inline void nb_begin(struct nb *c, const char *name) {
   nb_current = name;
   MPI_Barrier(MPI_COMM_WORLD);
   (void)c;
 }
 
 /* Never 0, so that a hole is told from data. */
-static unsigned char nb_datum(int tag, int rank, int64_t off) {
+static inline unsigned char nb_datum(int tag, int rank, int64_t off) {
   uint64_t x = ((uint64_t)tag << 48) ^ ((uint64_t)rank << 36) ^ (uint64_t)off;
   x *= 0x9E3779B97F4A7C15ull;
   return (unsigned char)(x >> 56) | 1;
 }
 
-static int nb_ok(struct nb *c, const char *what, int rc) {
+static inline int nb_ok(struct nb *c, const char *what, int rc) {
   CHECK(rc == 0, "%s: %s: rank %d returned %d (%s): %s", nb_current, what, c->rank, rc,
         aggio_strerror(rc), aggio_error_message());
   return rc;
 }
 
-static void nb_expect(struct nb *c, const char *what, int rc, int want) {
+static inline void nb_expect(struct nb *c, const char *what, int rc, int want) {
   CHECK(rc == want, "%s: %s: rank %d returned %d (%s), expected %d (%s); message \"%s\"",
         nb_current, what, c->rank, rc, aggio_strerror(rc), want, aggio_strerror(want),
         aggio_error_message());
@@ -124,7 +124,7 @@ static void nb_expect(struct nb *c, const char *what, int rc, int want) {
 
 /* Opens with the strategy and a small collective buffer (several rounds
  * per call); extra hint k=v when k is not NULL.  Collective. */
-static int nb_open_with(struct nb *c, const char *path, int amode, const char *strategy,
+static inline int nb_open_with(struct nb *c, const char *path, int amode, const char *strategy,
                         const char *k, const char *v, aggio_file *fh) {
   MPI_Info info;
   MPI_Info_create(&info);
@@ -138,7 +138,7 @@ static int nb_open_with(struct nb *c, const char *path, int amode, const char *s
   return nb_ok(c, "open", rc);
 }
 
-static int nb_open(struct nb *c, const char *path, int amode, const char *strategy,
+static inline int nb_open(struct nb *c, const char *path, int amode, const char *strategy,
                    aggio_file *fh) {
   return nb_open_with(c, path, amode, strategy, NULL, NULL, fh);
 }
@@ -146,7 +146,7 @@ static int nb_open(struct nb *c, const char *path, int amode, const char *strate
 /* The whole file, read by the MPI library's own MPI-IO (MPI_File_read_at,
  * each rank a share), must be `expect` (total bytes), and no longer.
  * Collective; rank 0 removes the file afterwards. */
-static void nb_compare_file(struct nb *c, const char *path, const unsigned char *expect,
+static inline void nb_compare_file(struct nb *c, const char *path, const unsigned char *expect,
                             int64_t total, const char *what) {
   MPI_File mf;
   MPI_Barrier(MPI_COMM_WORLD);
