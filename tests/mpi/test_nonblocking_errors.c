@@ -206,8 +206,8 @@ static void t_enospc(struct nb *c, const char *strategy, int one) {
     int crc = 0;
     if (how == 2)
       crc = aggio_file_close(&fh); /* its own outcome: either; the request keeps its own */
-    rc = how == 1 ? aggio_waitall(2, q, MPI_STATUSES_IGNORE) : aggio_wait(&q[0],
-                                                                         MPI_STATUS_IGNORE);
+    MPI_Status sts[2];
+    rc = how == 1 ? aggio_waitall(2, q, sts) : aggio_wait(&q[0], &sts[0]);
     int lo, hi;
     MPI_Allreduce(&rc, &lo, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     MPI_Allreduce(&rc, &hi, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
