@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .model import (OPS, READ, WRITE, OPEN, CLOSE, SYNC, META, F_COLLECTIVE,
-                    LayerStats, size_histogram)
+                    F_NONBLOCKING, LayerStats, size_histogram)
 
 
 def layer_stats(ops: np.ndarray, alignment: int) -> LayerStats:
@@ -28,6 +28,8 @@ def layer_stats(ops: np.ndarray, alignment: int) -> LayerStats:
     coll = (ops["flags"] & F_COLLECTIVE) != 0
     st.coll_reads, st.coll_writes = int((rd & coll).sum()), int((wr & coll).sum())
     st.indep_reads, st.indep_writes = st.reads - st.coll_reads, st.writes - st.coll_writes
+    nb = (ops["flags"] & F_NONBLOCKING) != 0
+    st.nb_reads, st.nb_writes = int((rd & nb).sum()), int((wr & nb).sum())
     st.hist_read = size_histogram(ops["length"][rd])
     st.hist_write = size_histogram(ops["length"][wr])
     _fill_max_bytes(st, ops, rd, wr)

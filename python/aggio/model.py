@@ -21,8 +21,10 @@ READ, WRITE, OPEN, CLOSE, SYNC, META = 1, 2, 3, 4, 5, 6
 KIND_NAMES = {READ: "read", WRITE: "write", OPEN: "open", CLOSE: "close",
               SYNC: "sync", META: "meta"}
 
-# Operation flags.
-F_COLLECTIVE, F_AGGREGATOR = 1, 2
+# Operation flags.  F_NONBLOCKING: started by a non-blocking call
+# (MPI_File_iwrite_at, aggio_file_iwrite_at_all, ...); its record covers the
+# starting call, the data moved until the completion call.
+F_COLLECTIVE, F_AGGREGATOR, F_NONBLOCKING = 1, 2, 4
 
 OPS = np.dtype([("t_start", "<f8"), ("t_end", "<f8"), ("offset", "<i8"),
                 ("length", "<i8"), ("rank", "<i4"), ("file", "<i4"),

@@ -34,10 +34,14 @@ assert RECORD.itemsize == 48
 # Operation codes (trace-format.md, "Operation codes").
 OP_NAMES = {1: "write_at", 2: "read_at", 3: "write_at_all", 4: "read_at_all",
             5: "open", 6: "close", 7: "sync", 8: "set_view", 9: "set_size",
+            10: "iwrite_at", 11: "iread_at", 12: "iwrite_at_all", 13: "iread_at_all",
+            14: "wait",
             32: "open", 33: "pread", 34: "pwrite", 35: "fsync", 36: "close",
             37: "ftruncate"}
 OP = {"write_at": 1, "read_at": 2, "write_at_all": 3, "read_at_all": 4,
       "open": 5, "close": 6, "sync": 7, "set_view": 8, "set_size": 9,
+      "iwrite_at": 10, "iread_at": 11, "iwrite_at_all": 12, "iread_at_all": 13,
+      "wait": 14,
       "posix_open": 32, "pread": 33, "pwrite": 34, "fsync": 35,
       "posix_close": 36, "ftruncate": 37}
 POSIX_FIRST_OP = 32

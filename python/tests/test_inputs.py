@@ -11,6 +11,7 @@ from builders import TraceBuilder, collective_write
 
 from aggio import cli
 from aggio import trace as fmt
+from aggio.model import MPIIO, WRITE
 from aggio.sources import InputError, load_jobs
 from paths import SHARED
 
@@ -159,3 +160,32 @@ def test_deeply_nested_metadata_is_an_input_error(tmp_path):
     _with_header(path, "records_offset", len(raw))
     with pytest.raises(InputError, match="not JSON"):
         load_jobs([path])
+
+
+def test_nonblocking_records_count_as_reads_and_writes_once(tmp_path):
+    """Codes 10-13 (the starting calls of non-blocking requests) are reads
+    and writes of the MPI-IO layer, collective or not as their flag says,
+    and non-blocking; a `wait` record (14) completes one and is not counted
+    again; a set_view's byte mapping applies to them as to blocking calls."""
+    coll = fmt.FLAG_API_COLLECTIVE
+    b = TraceBuilder(2).open_all()
+    for r in range(2):
+        b.op(r, "set_view", 100, 1, 1, flags=fmt.FLAG_VIEW_CONTIGUOUS | coll)
+        b.op(r, "iwrite_at_all", r * 4096, 4096, 1, flags=coll)
+        b.op(r, "iwrite_at", 8192 + r * 10, 10, 1)
+        b.op(r, "pwrite", 100 + r * 4096, 4096)
+        b.op(r, "wait", -1, 10, 1).op(r, "wait", -1, 4096, 1, flags=coll)
+        b.op(r, "iread_at_all", r * 4096, 1024, 4, flags=coll)
+        b.op(r, "iread_at", 0, 7, 1)
+        b.op(r, "wait", -1, 7, 1).op(r, "wait", -1, 4096, 1, flags=coll)
+    job = load_jobs([b.close_all().write(tmp_path / "t")])[0]
+    api = job.files[0].layers[MPIIO]
+    assert (api.writes, api.reads) == (4, 4)
+    assert (api.bytes_written, api.bytes_read) == (2 * (4096 + 10), 2 * (4096 + 7))
+    assert (api.coll_writes, api.indep_writes, api.coll_reads, api.indep_reads) == (2, 2, 2, 2)
+    assert (api.nb_writes, api.nb_reads) == (4, 4)
+    assert job.ops["length"][job.ops["layer"] == MPIIO].max() == 4096  # no wait counted
+    starts = np.sort(job.ops["offset"][(job.ops["layer"] == MPIIO)
+                                       & (job.ops["kind"] == WRITE)])
+    assert list(starts) == [100, 100 + 4096, 100 + 8192, 100 + 8202]
+    assert fmt.OP_NAMES[14] == "wait" and fmt.OP["iread_at_all"] == 13

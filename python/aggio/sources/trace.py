@@ -10,7 +10,7 @@ import numpy as np
 from .. import trace as fmt
 from ..derive import data_ranks, group_by_file_layer, layer_stats
 from ..model import (OPS, MPIIO, POSIX, READ, WRITE, OPEN, CLOSE, SYNC, META,
-                     F_COLLECTIVE, F_AGGREGATOR, FileInfo, Job)
+                     F_COLLECTIVE, F_AGGREGATOR, F_NONBLOCKING, FileInfo, Job)
 
 DEFAULT_ALIGNMENT = 4096
 
@@ -19,15 +19,25 @@ DEFAULT_ALIGNMENT = 4096
 MAX_SECONDS = 1e7
 INT64_MAX = np.iinfo(np.int64).max
 
-# trace op code -> (layer, kind); 0 marks codes the format does not define.
+# trace op code -> (layer, kind); layer 0 marks records left out of the
+# model: codes the format does not define, and `wait` (14), the completion
+# of a non-blocking request, whose bytes its starting record (10-13)
+# already counts and whose direction the record does not say.
 _LAYER = np.zeros(64, np.uint8)
 _KIND = np.zeros(64, np.uint8)
 for _code, _layer, _kind in ((1, MPIIO, WRITE), (2, MPIIO, READ), (3, MPIIO, WRITE),
                              (4, MPIIO, READ), (5, MPIIO, OPEN), (6, MPIIO, CLOSE),
                              (7, MPIIO, SYNC), (8, MPIIO, META), (9, MPIIO, META),
+                             (10, MPIIO, WRITE), (11, MPIIO, READ), (12, MPIIO, WRITE),
+                             (13, MPIIO, READ),
                              (32, POSIX, OPEN), (33, POSIX, READ), (34, POSIX, WRITE),
                              (35, POSIX, SYNC), (36, POSIX, CLOSE), (37, POSIX, META)):
     _LAYER[_code], _KIND[_code] = _layer, _kind
+
+
+_DATA_OPS = [fmt.OP[k] for k in ("write_at", "read_at", "write_at_all", "read_at_all",
+                                  "iwrite_at", "iread_at", "iwrite_at_all", "iread_at_all")]
+_NONBLOCKING = [fmt.OP[k] for k in ("iwrite_at", "iread_at", "iwrite_at_all", "iread_at_all")]
 
 
 def load_traces(paths: list[str]) -> Job:
@@ -184,7 +194,9 @@ def _convert(tr: fmt.Trace, file_index: int, shift: float) -> np.ndarray:
     out["offset"] = _byte_offsets(rec, api)
     coll = api & ((rec["flags"] & fmt.FLAG_API_COLLECTIVE) != 0)
     agg = ~api & ((rec["flags"] & fmt.FLAG_POSIX_AGGREGATOR) != 0)
-    out["flags"] = np.where(coll, F_COLLECTIVE, 0) | np.where(agg, F_AGGREGATOR, 0)
+    nb = api & np.isin(rec["op"], _NONBLOCKING)
+    out["flags"] = (np.where(coll, F_COLLECTIVE, 0) | np.where(agg, F_AGGREGATOR, 0)
+                    | np.where(nb, F_NONBLOCKING, 0))
     return out[out["layer"] != 0]
 
 
@@ -199,8 +211,7 @@ def _byte_offsets(rec, api):
     views = np.flatnonzero(rec["op"] == fmt.OP["set_view"])
     if not len(views):
         return out
-    data = api & np.isin(rec["op"], [fmt.OP[k] for k in
-                                     ("write_at", "read_at", "write_at_all", "read_at_all")])
+    data = api & np.isin(rec["op"], _DATA_OPS)
     for rank in np.unique(rec["rank"][views]):
         mine = np.flatnonzero(rec["rank"] == rank)  # in completion order
         disp, etype, contiguous = 0, 1, True
