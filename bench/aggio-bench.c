@@ -357,12 +357,25 @@ static void cleanup(struct bench_state *s, struct bench_result *res) {
   MPI_Info_free(&s->info);
 }
 
+/* The overlap and small-requests modes (overlap.c): write only, their own
+ * report; returns the exit status. */
+static int run_nb_modes(struct bench_state *s, const struct bench_sysinfo *sys, int provided) {
+  struct bench_access wa = make_access(s, BENCH_WRITE), ra = make_access(s, BENCH_READ);
+  return bench_nb_main(&wa, &ra, &s->p, sys, provided);
+}
+
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
   struct bench_state s = {0};
+  /* Parsed first: --thread-level decides how MPI starts. */
+  bench_parse_args(argc, argv, &s.p);
+  int provided = MPI_THREAD_SINGLE;
+  if (s.p.thread_level[0])
+    MPI_Init_thread(&argc, &argv, bench_thread_level(s.p.thread_level), &provided);
+  else
+    MPI_Init(&argc, &argv);
+  MPI_Query_thread(&provided);
   MPI_Comm_rank(MPI_COMM_WORLD, &s.rank);
   MPI_Comm_size(MPI_COMM_WORLD, &s.nranks);
-  bench_parse_args(argc, argv, &s.p);
   check_params(&s);
   setup(&s);
   int64_t baseline = maxrss_kib(); /* the data buffers are not touched yet */
@@ -370,6 +383,13 @@ int main(int argc, char **argv) {
 
   struct bench_sysinfo sys;
   bench_sysinfo_get(s.p.path, &sys);
+  if (s.p.compute >= 0 || s.p.compute_auto || s.p.small_requests) {
+    int rc = run_nb_modes(&s, &sys, provided);
+    struct bench_result none = {0};
+    cleanup(&s, &none);
+    MPI_Finalize();
+    return rc;
+  }
   struct bench_result res = {.p = &s.p, .sys = &sys, .nranks = s.nranks};
   init_result(&s, &res);
   if (s.p.do_write) {

@@ -11,6 +11,8 @@
 struct aggio_bench_file {
   aggio_file fh;
   int collective;
+  aggio_request *req; /* started by ab_istart, completed by ab_complete */
+  int nreq, req_cap;
 };
 
 static int ab_open(const struct bench_open_args *a, void **state) {
@@ -54,9 +56,42 @@ static int ab_sync(void *state) {
   return aggio_file_sync(((struct aggio_bench_file *)state)->fh);
 }
 
+/* aggio_file_iwrite_at_all / iread_at_all; the request joins the file's. */
+static int ab_istart(void *state, enum bench_dir dir, int64_t off, void *buf, int n) {
+  struct aggio_bench_file *f = state;
+  if (f->nreq == f->req_cap) {
+    int cap = f->req_cap ? 2 * f->req_cap : 16;
+    aggio_request *r = realloc(f->req, (size_t)cap * sizeof *r);
+    if (!r) return AGGIO_ERR_NOMEM;
+    f->req = r;
+    f->req_cap = cap;
+  }
+  aggio_request *r = &f->req[f->nreq++];
+  return dir == BENCH_WRITE ? aggio_file_iwrite_at_all(f->fh, off, buf, n, MPI_BYTE, r)
+                            : aggio_file_iread_at_all(f->fh, off, buf, n, MPI_BYTE, r);
+}
+
+/* One aggio_waitall over the started requests. */
+static int ab_complete(void *state, int64_t *moved) {
+  struct aggio_bench_file *f = state;
+  MPI_Status *st = f->nreq ? malloc((size_t)f->nreq * sizeof *st) : NULL;
+  if (f->nreq && !st) return AGGIO_ERR_NOMEM;
+  int rc = aggio_waitall(f->nreq, f->req, st);
+  *moved = 0;
+  for (int i = 0; !rc && i < f->nreq; i++) {
+    int got = 0;
+    MPI_Get_count(&st[i], MPI_BYTE, &got);
+    *moved += got;
+  }
+  f->nreq = 0;
+  free(st);
+  return rc;
+}
+
 static int ab_close(void *state) {
   struct aggio_bench_file *f = state;
   int rc = aggio_file_close(&f->fh);
+  free(f->req);
   free(f);
   return rc;
 }
@@ -85,4 +120,6 @@ const struct bench_backend bench_backend_aggio = {
     .remove = ab_remove,
     .info = ab_info,
     .error = ab_error,
+    .istart = ab_istart,
+    .complete = ab_complete,
 };

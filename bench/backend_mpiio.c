@@ -10,6 +10,8 @@
 struct mpiio_file {
   MPI_File fh;
   int collective;
+  MPI_Request *req; /* started by mpiio_istart, completed by mpiio_complete */
+  int nreq, req_cap;
 };
 
 static int mpiio_open(const struct bench_open_args *a, void **state) {
@@ -53,9 +55,42 @@ static int mpiio_sync(void *state) {
   return MPI_File_sync(((struct mpiio_file *)state)->fh);
 }
 
+/* MPI_File_iwrite_at_all / MPI_File_iread_at_all (MPI 3.1). */
+static int mpiio_istart(void *state, enum bench_dir dir, int64_t off, void *buf, int n) {
+  struct mpiio_file *f = state;
+  if (f->nreq == f->req_cap) {
+    int cap = f->req_cap ? 2 * f->req_cap : 16;
+    MPI_Request *r = realloc(f->req, (size_t)cap * sizeof *r);
+    if (!r) return MPI_ERR_NO_MEM;
+    f->req = r;
+    f->req_cap = cap;
+  }
+  MPI_Request *r = &f->req[f->nreq++];
+  return dir == BENCH_WRITE ? MPI_File_iwrite_at_all(f->fh, off, buf, n, MPI_BYTE, r)
+                            : MPI_File_iread_at_all(f->fh, off, buf, n, MPI_BYTE, r);
+}
+
+/* One MPI_Waitall over the started requests. */
+static int mpiio_complete(void *state, int64_t *moved) {
+  struct mpiio_file *f = state;
+  MPI_Status *st = f->nreq ? malloc((size_t)f->nreq * sizeof *st) : NULL;
+  if (f->nreq && !st) return MPI_ERR_NO_MEM;
+  int rc = MPI_Waitall(f->nreq, f->req, st);
+  *moved = 0;
+  for (int i = 0; rc == MPI_SUCCESS && i < f->nreq; i++) {
+    int got = 0;
+    MPI_Get_count(&st[i], MPI_BYTE, &got);
+    *moved += got;
+  }
+  f->nreq = 0;
+  free(st);
+  return rc == MPI_SUCCESS ? 0 : rc;
+}
+
 static int mpiio_close(void *state) {
   struct mpiio_file *f = state;
   int rc = MPI_File_close(&f->fh);
+  free(f->req);
   free(f);
   return rc;
 }
@@ -86,4 +121,6 @@ const struct bench_backend bench_backend_mpiio = {
     .remove = mpiio_remove,
     .info = mpiio_info,
     .error = mpiio_error,
+    .istart = mpiio_istart,
+    .complete = mpiio_complete,
 };

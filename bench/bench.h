@@ -53,6 +53,10 @@ struct bench_params {
   int reorder;           /* -C */
   int shift;             /* -Q: rank shift of -C (default 1) */
   int drop_caches;       /* --drop-caches */
+  char thread_level[16]; /* --thread-level: MPI_Init_thread's request ("": MPI_Init) */
+  double compute;        /* --compute: seconds per iteration (overlap mode; -1: off) */
+  int compute_auto;      /* --compute auto: as long as a blocking write */
+  int small_requests;    /* --small-requests: one collective call per extent */
   int verbose;           /* -v */
   uint64_t seed;         /* -G */
   char path[BENCH_PATH_MAX];       /* -o */
@@ -91,6 +95,9 @@ struct bench_layout {
 
 /* Parses the command line (options.c); exits on a usage error. */
 void bench_parse_args(int argc, char **argv, struct bench_params *p);
+/* The MPI thread level a --thread-level name asks for; -1: none given. */
+int bench_thread_level(const char *name);
+const char *bench_thread_level_name(int level);
 
 /* ---- patterns (patterns.c) ------------------------------------------------ */
 
@@ -150,6 +157,13 @@ struct bench_backend {
   int (*info)(void *state, MPI_Info *info);
   /* Text of the last error. */
   const char *(*error)(int code);
+  /* Starts a non-blocking collective call (*_iwrite_at_all / *_iread_at_all
+   * at an offset in the view or the file); the file keeps the request.
+   * NULL: the back end has none (POSIX). */
+  int (*istart)(void *state, enum bench_dir dir, int64_t offset, void *buf, int len);
+  /* Completes every request started on the file (one waitall); *moved gets
+   * the bytes they moved together. */
+  int (*complete)(void *state, int64_t *moved);
 };
 
 extern const struct bench_backend bench_backend_posix;
@@ -222,6 +236,8 @@ void bench_report_row(const char *access, int rep, const struct bench_times *t,
                       int64_t bytes, int durable);
 void bench_report_summary(const struct bench_result *res);
 int bench_report_json(const struct bench_result *res, FILE *out);
+/* A JSON string literal of s. */
+void bench_json_str(FILE *out, const char *s);
 /* JSON object text of an MPI_Info (malloc'd). */
 char *bench_info_json(MPI_Info info);
 

@@ -32,6 +32,8 @@ struct bench_access {
   uint64_t seed;           /* of the data in the file accessed */
 };
 
+/* The phase clock, seconds (CLOCK_MONOTONIC on rank 0's scale). */
+double bench_now(void);
 /* Puts every rank's phase clock on rank 0's (collective). */
 void bench_clock_sync(MPI_Comm comm);
 /* Runs the access; aborts the job on an I/O error or a short transfer.
@@ -44,5 +46,11 @@ int64_t bench_access_calls(const struct bench_access *a);
 void bench_access_fill(const struct bench_access *a);
 /* Counts bad bytes in the buffer after a read. */
 int64_t bench_access_check(const struct bench_access *a, int64_t *first_bad);
+
+/* The overlap (--compute) and small-requests (--small-requests) modes
+ * (overlap.c): runs them, reports, returns the exit status.  `provided` is
+ * the MPI thread level. */
+int bench_nb_main(const struct bench_access *wa, const struct bench_access *ra,
+                  const struct bench_params *p, const struct bench_sysinfo *sys, int provided);
 
 #endif

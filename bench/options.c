@@ -9,6 +9,7 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "bench.h"
 
@@ -43,7 +44,20 @@ static void usage(FILE *out) {
 "  --json PATH  append one JSON record per run ('-': stdout)\n"
 "  --label TEXT label stored in the JSON record\n"
 "  --drop-caches  drop the page cache before reads (needs root)\n"
-"  -v           verbose                 -h  this help\n");
+"  --thread-level L  MPI_Init_thread with single|funneled|serialized|multiple\n"
+"               (default: MPI_Init); the level provided is reported\n"
+"  -v           verbose                 -h  this help\n"
+"overlap mode (write only; -a AGGIO or MPIIO, -c; iteration i = segment i):\n"
+"  --compute S|auto  each iteration computes S seconds (a CPU loop calibrated\n"
+"               on each rank; auto: as long as one iteration's blocking write\n"
+"               in a warm-up), then writes its segment: compute only, blocking\n"
+"               *_write_at_all, and non-blocking *_iwrite_at_all completed at\n"
+"               the next iteration (two buffers); -e: a sync ends each run,\n"
+"               inside the timing.  E.g. --pattern checkpoint -b 16m -s 8 -e\n"
+"small-requests mode (write only; -a AGGIO or MPIIO, -c):\n"
+"  --small-requests  each extent of a segment is its own collective call: K\n"
+"               blocking *_write_at_all in turn against K *_iwrite_at_all and\n"
+"               one waitall.  E.g. --pattern strided -t 4k -b 256k -s 200 (K=64)\n");
 }
 
 static int64_t parse_size(const char *s, const char *what) {
@@ -132,7 +146,8 @@ static void env_hints(struct bench_params *p) {
 
 enum {
   OPT_PATTERN = 256, OPT_PARTICLES, OPT_SUBARRAY, OPT_GRID, OPT_CALL_SIZE,
-  OPT_HINT, OPT_JSON, OPT_LABEL, OPT_DROP, OPT_ODIRECT
+  OPT_HINT, OPT_JSON, OPT_LABEL, OPT_DROP, OPT_ODIRECT, OPT_THREAD, OPT_COMPUTE,
+  OPT_SMALL
 };
 
 static const struct option long_opts[] = {
@@ -147,8 +162,31 @@ static const struct option long_opts[] = {
     {"drop-caches", no_argument, 0, OPT_DROP},
     {"posix.odirect", no_argument, 0, OPT_ODIRECT},
     {"odirect", no_argument, 0, OPT_ODIRECT},
+    {"thread-level", required_argument, 0, OPT_THREAD},
+    {"compute", required_argument, 0, OPT_COMPUTE},
+    {"small-requests", no_argument, 0, OPT_SMALL},
     {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0}};
+
+static const struct {
+  const char *name;
+  int level;
+} thread_levels[] = {{"single", MPI_THREAD_SINGLE},
+                     {"funneled", MPI_THREAD_FUNNELED},
+                     {"serialized", MPI_THREAD_SERIALIZED},
+                     {"multiple", MPI_THREAD_MULTIPLE}};
+
+int bench_thread_level(const char *name) {
+  for (size_t i = 0; i < sizeof thread_levels / sizeof thread_levels[0]; i++)
+    if (!strcasecmp(name, thread_levels[i].name)) return thread_levels[i].level;
+  return -1;
+}
+
+const char *bench_thread_level_name(int level) {
+  for (size_t i = 0; i < sizeof thread_levels / sizeof thread_levels[0]; i++)
+    if (level == thread_levels[i].level) return thread_levels[i].name;
+  return "unknown";
+}
 
 /* Parses argv into *p; exits on a usage error (every rank parses the same
  * command line, so every rank exits). */
@@ -162,6 +200,7 @@ void bench_parse_args(int argc, char **argv, struct bench_params *p) {
   p->shift = 1;
   p->call_size = 64 * BENCH_MIB;
   p->seed = 0x5eed;
+  p->compute = -1; /* not the overlap mode */
   char *cli_hints[BENCH_MAX_HINTS];
   int ncli = 0, c;
   while ((c = getopt_long(argc, argv, "a:b:t:s:FcVewrWRko:i:CQ:U:G:Bvh", long_opts, NULL)) != -1) {
@@ -198,6 +237,27 @@ void bench_parse_args(int argc, char **argv, struct bench_params *p) {
     case OPT_JSON: snprintf(p->json_path, sizeof p->json_path, "%s", optarg); break;
     case OPT_LABEL: snprintf(p->label, sizeof p->label, "%s", optarg); break;
     case OPT_DROP: p->drop_caches = 1; break;
+    case OPT_THREAD:
+      snprintf(p->thread_level, sizeof p->thread_level, "%s", optarg);
+      if (bench_thread_level(optarg) < 0) {
+        fprintf(stderr, "aggio-bench: --thread-level wants single, funneled, serialized "
+                        "or multiple, got '%s'\n", optarg);
+        exit(2);
+      }
+      break;
+    case OPT_COMPUTE:
+      if (!strcmp(optarg, "auto")) {
+        p->compute_auto = 1;
+        break;
+      }
+      char *end;
+      p->compute = strtod(optarg, &end);
+      if (*end || end == optarg || p->compute < 0) {
+        fprintf(stderr, "aggio-bench: --compute wants seconds or 'auto', got '%s'\n", optarg);
+        exit(2);
+      }
+      break;
+    case OPT_SMALL: p->small_requests = 1; break;
     case 'h': usage(stdout); exit(0);
     default: usage(stderr); exit(2);
     }
@@ -207,6 +267,10 @@ void bench_parse_args(int argc, char **argv, struct bench_params *p) {
     exit(2);
   }
   if (!p->do_write && !p->do_read) p->do_write = p->do_read = 1; /* as IOR */
+  if ((p->compute >= 0 || p->compute_auto) && p->small_requests) {
+    fprintf(stderr, "aggio-bench: --compute and --small-requests are separate modes\n");
+    exit(2);
+  }
   if (p->reps < 1 || p->segments < 1 || p->call_size < 1 || p->call_size > BENCH_GIB) {
     fprintf(stderr, "aggio-bench: -i, -s must be >= 1 and --call-size in [1, 1g]\n");
     exit(2);

@@ -122,6 +122,14 @@ static int segmented_layout(const struct bench_params *p, int rank, int nranks,
   return 0;
 }
 
+/* A checkpoint: IOR's layout with one call per rank per segment (-t = -b
+ * by default), a segment being one iteration's checkpoint (--compute). */
+static void checkpoint_defaults(struct bench_params *p, int nranks) {
+  (void)nranks;
+  if (!p->block) p->block = 16 * BENCH_MIB;
+  if (!p->transfer) p->transfer = p->block;
+}
+
 /* ---- strided: IO-500 ior-hard ---------------------------------------------- */
 
 static void strided_defaults(struct bench_params *p, int nranks) {
@@ -351,6 +359,10 @@ static const struct bench_pattern patterns[] = {
      .doc = "IO-500 ior-hard: -t 47008 records round-robin over ranks",
      .defaults = strided_defaults,
      .layout = strided_layout},
+    {.name = "checkpoint",
+     .doc = "segmented with -t = -b (default 16m): one block per rank per iteration",
+     .defaults = checkpoint_defaults,
+     .layout = segmented_layout},
     {.name = "hacc-aos",
      .doc = "HACC-IO, array of 38-byte particle records",
      .defaults = hacc_defaults,

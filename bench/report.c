@@ -136,6 +136,8 @@ static void json_str(FILE *out, const char *s) {
   fputc('"', out);
 }
 
+void bench_json_str(FILE *out, const char *s) { json_str(out, s); }
+
 static const char *jbool(int v) { return v ? "true" : "false"; }
 
 static void json_stats(FILE *out, const char *key, const struct bench_times *t, int n,
