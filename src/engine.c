@@ -180,7 +180,7 @@ static int ready(struct aggio__op *op) {
   if (op->nreq > 0 && !mpi_ready(op))
     return 0;
   op->nreq = 0;
-  if (op->batch.pending > 0 && !aggio__batch_done(op->fh->pool, &op->batch))
+  if (!aggio__batch_done(op->fh->pool, &op->batch)) /* under the pool's lock */
     return 0;
   collect_batch(op);
   if (op->test && !op->test(op))
@@ -195,7 +195,7 @@ static void block_pending(struct aggio__op *op) {
     aggio__op_note(op, AGGIO_ERR_MPI, "MPI_Waitall");
   op->nreq = 0;
   aggio__op_account(op, op->wait_phase);
-  if (op->batch.pending > 0) {
+  if (!aggio__batch_done(op->fh->pool, &op->batch)) {
     aggio__batch_wait(op->fh->pool, &op->batch);
     aggio__op_account(op, AGGIO_P_IO_WAIT);
   }

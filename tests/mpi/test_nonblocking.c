@@ -155,19 +155,20 @@ static int64_t plan_batch(struct nb *c, uint64_t seed, struct slot *s, int nreq)
  * type lays them out (4 data bytes of every 8; the gaps hold 0xEE). */
 static unsigned char *slot_memory(const struct slot *s, const unsigned char *packed,
                                   MPI_Datatype *type, int *count) {
+  size_t len = s->len > 0 ? (size_t)s->len : 0; /* lengths are 64..16384 */
   if (!s->vector) {
     *type = MPI_BYTE;
-    *count = (int)s->len;
-    unsigned char *m = malloc((size_t)s->len);
+    *count = (int)len;
+    unsigned char *m = malloc(len + 1);
     if (packed)
-      memcpy(m, packed, (size_t)s->len);
+      memcpy(m, packed, len);
     return m;
   }
   MPI_Type_vector((int)(s->len / 4), 4, 8, MPI_BYTE, type);
   MPI_Type_commit(type);
   *count = 1;
-  unsigned char *m = malloc((size_t)s->len * 2);
-  memset(m, 0xEE, (size_t)s->len * 2);
+  unsigned char *m = malloc(2 * len + 1);
+  memset(m, 0xEE, 2 * len);
   if (packed)
     for (int64_t i = 0; i < s->len; i++)
       m[(i / 4) * 8 + i % 4] = packed[i];
