@@ -117,7 +117,8 @@ typedef struct aggio_request_s *aggio_request;
  * belongs to aggio until the request completes.  As in MPI-IO:
  *   - several operations may be outstanding on a file and complete in any
  *     order; collective ones (the _all calls) must be started in the same
- *     order on every rank of the file, and they take effect in that order;
+ *     order on every rank, across files too, and they take effect in that
+ *     order;
  *   - the individual file pointer (aggio_file_iwrite/iread/iwrite_all/
  *     iread_all) advances by the whole request when the call starts;
  *   - an argument error or a failure is agreed (collective calls) and

@@ -130,7 +130,6 @@ struct aggio_file_s {
 
   /* non-blocking operations (request.c, under its mutex) */
   int nb_outstanding;          /* started and not complete */
-  unsigned nb_blocked;         /* progress pass in which a collective one waits */
   double nb_last_start;        /* when the last one was started */
   struct aggio_request_s *split; /* the active split collective, or NULL */
 

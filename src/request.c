@@ -8,10 +8,10 @@
  * completing it gives the user the result.  What runs where:
  *   - every outstanding operation of the process is on one list, in start
  *     order; a progress pass runs each operation that can move, but only
- *     the oldest unfinished collective operation of each file: collective
- *     operations post their collectives on the file's communicator, and
- *     MPI wants those in the same order on every rank (the order the user
- *     started them in, which MPI makes the same everywhere);
+ *     the oldest unfinished collective operation: collective operations
+ *     post collectives (and a strategy's first one makes shared windows,
+ *     which MPI has only in blocking form), and MPI wants those in the
+ *     same order on every rank: the order the user started them in;
  *   - progress passes run in aggio calls (a starting call, the completion
  *     calls, any call on a file with operations outstanding) and, when MPI
  *     gives MPI_THREAD_MULTIPLE, in a progress thread that lives while
@@ -50,7 +50,6 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t changed = PTHREAD_COND_INITIALIZER; /* a request completed */
 static struct aggio_request_s *first, *last;
 static int outstanding;       /* live requests not complete */
-static unsigned pass;         /* progress pass number */
 
 /* The progress thread: started when an operation starts and none runs,
  * gone when no operation is outstanding. */
@@ -212,18 +211,22 @@ static int deferred(const struct aggio_request_s *r, aggio_file defer, double no
 }
 
 /* One pass over every outstanding operation (locked).  Returns 1 when
- * some step ran.  `defer` and `now`: see deferred(). */
+ * some step ran.  `defer` and `now`: see deferred().
+ *
+ * Collective operations run one at a time, in the order they were started,
+ * whatever their file: some steps block in collectives MPI has only in
+ * blocking form (a strategy's first operation on a file makes its shared
+ * windows), and those must meet in the same order on every rank.  Ranks
+ * that progressed two files' operations independently deadlocked there,
+ * each blocked in the other file's window creation. */
 static int progress_pass(aggio_file defer, double now) {
-  int moved = 0;
-  pass++;
+  int moved = 0, collective_waits = 0;
   for (struct aggio_request_s *r = first, *next; r; r = next) {
     next = r->next;
-    if (r->complete)
+    if (r->complete || (r->c.collective && collective_waits))
       continue;
-    if (r->c.collective && r->fh->nb_blocked == pass)
-      continue; /* an earlier collective operation of the file is unfinished */
     if (deferred(r, defer, now)) {
-      r->fh->nb_blocked = pass;
+      collective_waits = 1;
       continue;
     }
     offer_merge(r);
@@ -231,7 +234,7 @@ static int progress_pass(aggio_file defer, double now) {
       complete(r);
       next = r->next; /* complete() may have completed what followed */
     } else if (r->c.collective)
-      r->fh->nb_blocked = pass;
+      collective_waits = 1;
   }
   return moved;
 }
@@ -329,9 +332,9 @@ static void ensure_thread(void) {
     thread_joinable = 1;
 }
 
-/* 1 when every other outstanding operation is a collective one of r's file
- * started after r (locked): none can move before r completes, so nothing
- * another rank waits for is held up if r's steps block. */
+/* 1 when every other outstanding operation is a collective one started
+ * after r (locked): none can move before r completes, so nothing another
+ * rank waits for is held up if r's steps block. */
 static int first_in_line(const struct aggio_request_s *r) {
   int after = 0;
   for (const struct aggio_request_s *x = first; x; x = x->next) {
@@ -341,7 +344,7 @@ static int first_in_line(const struct aggio_request_s *r) {
     }
     if (x->complete)
       continue;
-    if (!after || x->fh != r->fh || !x->c.collective || !r->c.collective)
+    if (!after || !x->c.collective || !r->c.collective)
       return 0;
   }
   return 1;
@@ -482,14 +485,16 @@ static int start(struct call *c, aggio_request *request, int split) {
     c->fh->stats->c[AGGIO_C_NB_STARTED]++;
   pthread_mutex_lock(&lock);
   aggio__call_begin(&r->c, &r->op, 0);
+  if (c->fh->stats) /* the passes below count their own time */
+    c->fh->stats->api_time += aggio__now() - r->c.t0;
   link_request(r);
+  if (split)
+    c->fh->split = r;
   first_steps(r);
   pthread_mutex_unlock(&lock);
   trace_start(r, aggio__now());
   if (request)
     *request = r;
-  else
-    c->fh->split = r;
   return AGGIO_SUCCESS;
 }
 
@@ -631,15 +636,19 @@ static int release_all(int count, aggio_request requests[], MPI_Status statuses[
   return aggio__finish(&first_err);
 }
 
-static int check_array(int count, aggio_request requests[]) {
+/* The arguments of the calls on several requests; `out`: the flag or index
+ * pointer of the calls that have one. */
+static int check_array(int count, aggio_request requests[], int has_out, const void *out) {
   struct aggio__err e = {0};
   if (count < 0 || (count > 0 && !requests))
     aggio__fail(&e, AGGIO_ERR_ARG, "bad request array (count %d)", count);
+  else if (has_out && !out)
+    aggio__fail(&e, AGGIO_ERR_ARG, "flag or index is NULL");
   return aggio__finish(&e);
 }
 
 int aggio_waitall(int count, aggio_request requests[], MPI_Status statuses[]) {
-  if (check_array(count, requests) != 0)
+  if (check_array(count, requests, 0, NULL) != 0)
     return AGGIO_ERR_ARG;
   double t0 = aggio__now();
   pthread_mutex_lock(&lock);
@@ -652,8 +661,8 @@ int aggio_waitall(int count, aggio_request requests[], MPI_Status statuses[]) {
 }
 
 int aggio_testall(int count, aggio_request requests[], int *flag, MPI_Status statuses[]) {
-  if (check_array(count, requests) != 0 || !flag)
-    return flag ? AGGIO_ERR_ARG : check_array(-1, NULL);
+  if (check_array(count, requests, 1, flag) != 0)
+    return AGGIO_ERR_ARG;
   double t0 = aggio__now();
   pthread_mutex_lock(&lock);
   progress_all();
@@ -681,8 +690,8 @@ static int any_complete(int count, aggio_request requests[], int *live) {
 }
 
 int aggio_waitany(int count, aggio_request requests[], int *index, MPI_Status *status) {
-  if (check_array(count, requests) != 0 || !index)
-    return index ? AGGIO_ERR_ARG : check_array(-1, NULL);
+  if (check_array(count, requests, 1, index) != 0)
+    return AGGIO_ERR_ARG;
   double t0 = aggio__now();
   int backoff = 0, live, i;
   pthread_mutex_lock(&lock);

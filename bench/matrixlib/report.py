@@ -1,6 +1,7 @@
 """BENCHMARKS.md and the console table, from the figures.  Each function
 returns lines; report() puts them together."""
 import os
+import re
 import platform
 import shlex
 
@@ -30,6 +31,26 @@ def table(header, rows, align=None):
 
 
 # ---- the header ---------------------------------------------------------------------
+
+SECTION = re.compile(r"<!-- ([\w/.-]+): begin -->.*?<!-- \1: end -->\n", re.S)
+
+
+def write_keeping_sections(path, text):
+    """Writes the report to `path`, carrying over the sections other tools
+    keep in the same file (between `<!-- NAME: begin -->` and
+    `<!-- NAME: end -->`, e.g. bench/overlap's), before the analysis."""
+    try:
+        with open(path) as f:
+            blocks = [m.group(0) for m in SECTION.finditer(f.read())]
+    except OSError:
+        blocks = []
+    if blocks:
+        at = text.find("\n## Analysis")
+        at = len(text) if at < 0 else at + 1
+        text = text[:at] + "".join(b + "\n" for b in blocks) + text[at:]
+    with open(path, "w") as f:
+        f.write(text)
+
 
 def open_lines(path):
     try:
