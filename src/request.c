@@ -295,6 +295,7 @@ static int at_finalize(MPI_Comm comm, int key, void *value, void *extra) {
   pthread_mutex_unlock(&lock);
   if (join)
     pthread_join(progress_thread, NULL);
+  MPI_Comm_free_keyval(&finalize_hook);
   return MPI_SUCCESS;
 }
 
