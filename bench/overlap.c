@@ -3,11 +3,13 @@
  * (issue 9).  The overlap mode (--compute): every iteration computes for a
  * calibrated time (a CPU loop, not a sleep) and then writes its checkpoint
  * (one segment of the pattern), blocking, or non-blocking and completed at
- * the next iteration, with two buffers so that the one being written is never
- * touched; against a compute-only run it tells how much of the I/O the
- * non-blocking calls hide.  The small-requests mode (--small-requests): K
- * small collective writes per iteration, one by one against K non-blocking
- * ones and one waitall (PnetCDF's put_vara_all of many variables).  After
+ * the next iteration (the data of every iteration is produced before the
+ * timed runs, so no buffer in flight is touched); against a compute-only
+ * run it tells how much of the I/O the non-blocking calls hide.  The small-requests mode (--small-requests): K
+ * small collective writes per iteration, one by one (blocking, and
+ * non-blocking each completed before the next starts) against K
+ * non-blocking ones and one waitall (PnetCDF's put_vara_all of many
+ * variables), which a library may merge.  After
  * every run each rank reads its extents back with POSIX pread and checks
  * every byte (verify.c's data).
  */
@@ -21,7 +23,9 @@
 
 #include "engine.h"
 
-enum nb_kind { NB_COMPUTE, NB_BLOCKING, NB_NONBLOCKING };
+/* NB_EACH (small requests): each non-blocking call completed before the
+ * next one starts, so that nothing can be merged. */
+enum nb_kind { NB_COMPUTE, NB_BLOCKING, NB_NONBLOCKING, NB_EACH, NB_KINDS };
 
 /* One collective call of an iteration: `len` stream bytes from `pos`, at
  * `off` (a file offset, or an offset in the view). */
@@ -37,7 +41,7 @@ struct nb_time {
 };
 
 struct nb_rep {
-  struct nb_time t[3]; /* by enum nb_kind */
+  struct nb_time t[NB_KINDS]; /* by enum nb_kind */
 };
 
 struct nb {
@@ -49,12 +53,10 @@ struct nb {
   struct nb_call *calls;               /* iters * per_iter */
   int64_t *seg_pos;                    /* stream position of each iteration (iters + 1) */
   size_t *seg_ext;                     /* its first extent (iters + 1) */
-  unsigned char *buf[2];               /* overlap: the two checkpoint buffers */
   int64_t bytes_iter;                  /* all ranks' bytes per iteration */
   double rate[2];                      /* compute units per second: min, max over ranks */
   double units_per_s;                  /* this rank's */
   double compute_s, warmup_io_s;       /* per iteration: the loop, auto's write */
-  double fill_s;                       /* per iteration: producing the data (auto) */
   char *hints_json;
   int64_t errors;
 };
@@ -140,31 +142,24 @@ static void plan_calls(struct nb *o) {
   }
   /* Each iteration's first stream byte and first extent. */
   size_t e = 0;
-  int64_t epos = 0, most = 0;
+  int64_t epos = 0;
   for (int64_t i = 0; i <= o->iters; i++) {
     o->seg_pos[i] = i < o->iters ? o->calls[i * o->per_iter].pos : l->bytes;
     while (e < l->next && epos < o->seg_pos[i]) epos += l->ext[e++].len;
     o->seg_ext[i] = e;
-    if (i && o->seg_pos[i] - o->seg_pos[i - 1] > most) most = o->seg_pos[i] - o->seg_pos[i - 1];
   }
   int64_t mine = l->bytes / o->iters;
   MPI_Allreduce(&mine, &o->bytes_iter, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
-  for (int b = 0; o->overlap && b < 2; b++)
-    if (posix_memalign((void **)&o->buf[b], BENCH_DIRECT_ALIGN, (size_t)(most ? most : 1)))
-      fail(o, "out of memory");
 }
 
-/* Overlap mode: the checkpoint data of iteration i, into its buffer. */
-static void fill_iteration(const struct nb *o, int64_t i) {
-  const struct bench_layout *l = o->wa->layout;
-  int64_t pos = o->seg_pos[i];
-  unsigned char *b = o->buf[i % 2];
-  for (size_t e = o->seg_ext[i]; e < o->seg_ext[i + 1]; pos += l->ext[e++].len)
-    bench_fill(b + (pos - o->seg_pos[i]), l->ext[e].off, l->ext[e].len, o->wa->seed);
-}
-
+/* The data of a call: the whole stream is produced once, before the timed
+ * runs, so that the compute of an iteration is the CPU loop alone and can
+ * be calibrated to take as long as the write (producing the data ran
+ * slower than this machine's writes, and made compute-only longer than
+ * the I/O it was meant to match). */
 static unsigned char *call_buf(const struct nb *o, int64_t i, const struct nb_call *c) {
-  return o->overlap ? o->buf[i % 2] + (c->pos - o->seg_pos[i]) : o->wa->buf + c->pos;
+  (void)i;
+  return o->wa->buf + c->pos;
 }
 
 /* ---- one run ---------------------------------------------------------------------- */
@@ -204,6 +199,19 @@ static int start_iteration(const struct nb *o, void *fh, int64_t i) {
     const struct nb_call *c = &o->calls[i * o->per_iter + k];
     failed |= report_rc(o, "iwrite", o->wa->be->istart(fh, BENCH_WRITE, c->off,
                                                        call_buf(o, i, c), (int)c->len));
+  }
+  return failed;
+}
+
+static int write_each(const struct nb *o, void *fh, int64_t i) {
+  int failed = 0;
+  for (int64_t k = 0; k < o->per_iter; k++) {
+    const struct nb_call *c = &o->calls[i * o->per_iter + k];
+    int64_t moved = 0;
+    int rc = o->wa->be->istart(fh, BENCH_WRITE, c->off, call_buf(o, i, c), (int)c->len);
+    failed |= report_rc(o, "iwrite", rc);
+    rc = o->wa->be->complete(fh, &moved);
+    failed |= report_rc(o, "wait", rc) || (!rc && report_short(o, "wait", moved, c->len));
   }
   return failed;
 }
@@ -253,11 +261,12 @@ static void run(struct nb *o, enum nb_kind kind, uint64_t units, struct nb_time 
   double t0 = bench_now();
   for (int64_t i = 0; i < o->iters; i++) {
     if (units) compute(units);
-    if (o->overlap) fill_iteration(o, i); /* the buffer not in flight */
     if (kind == NB_COMPUTE) continue;
     double a = bench_now();
     if (kind == NB_BLOCKING) {
       failed |= write_blocking(o, fh, i);
+    } else if (kind == NB_EACH) {
+      failed |= write_each(o, fh, i);
     } else {
       /* Overlap: iteration i - 1's write waited for here, after the
        * compute it overlapped; small requests: K started, then one wait. */
@@ -343,6 +352,11 @@ static double ratio(const struct nb_rep *r) {
                                      : NAN;
 }
 
+/* Small requests: merged (K started, one wait) against one by one. */
+static double each_ratio(const struct nb_rep *r) {
+  return r->t[NB_EACH].total > 0 ? r->t[NB_NONBLOCKING].total / r->t[NB_EACH].total : NAN;
+}
+
 /* (T_blocking - T_nonblocking) / (T_blocking - T_compute_only). */
 static double hidden(const struct nb_rep *r) {
   double io = r->t[NB_BLOCKING].total - r->t[NB_COMPUTE].total;
@@ -405,14 +419,14 @@ static void print_header(const struct nb *o) {
   if (o->overlap) {
     printf("  compute: %.4f s of the loop per iteration", o->compute_s);
     if (o->p->compute_auto)
-      printf(" (auto: a blocking iteration's write took %.4f s in the warm-up, producing its "
-             "data %.4f s)", o->warmup_io_s, o->fill_s);
+      printf(" (auto: a blocking iteration's write took %.4f s in the warm-up)", o->warmup_io_s);
     printf("; loop calibrated at %.3g..%.3g units/s over the ranks\n", o->rate[0], o->rate[1]);
     printf("%4s %11s %11s %11s %7s %7s %9s %9s\n", "rep", "compute(s)", "blocking(s)",
            "nonblock(s)", "nb/b", "hidden", "sync_b(s)", "sync_nb(s)");
   } else {
-    printf("%4s %11s %11s %11s %11s %11s %11s %7s\n", "rep", "blocking(s)", "nonblock(s)",
-           "b ms/iter", "nb ms/iter", "b MiB/s", "nb MiB/s", "nb/b");
+    printf("%4s %11s %11s %11s %11s %11s %11s %7s %11s %7s\n", "rep", "blocking(s)",
+           "nonblock(s)", "b ms/iter", "nb ms/iter", "b MiB/s", "nb MiB/s", "nb/b", "each(s)",
+           "nb/each");
   }
   fflush(stdout);
 }
@@ -426,38 +440,49 @@ static void print_row(const struct nb *o, int i, const struct nb_rep *r) {
            t[NB_BLOCKING].total, t[NB_NONBLOCKING].total, ratio(r), hidden(r),
            t[NB_BLOCKING].sync, t[NB_NONBLOCKING].sync);
   else
-    printf("%4d %11.4f %11.4f %11.3f %11.3f %11.2f %11.2f %7.3f\n", i, t[NB_BLOCKING].total,
-           t[NB_NONBLOCKING].total, 1e3 * t[NB_BLOCKING].total / it,
+    printf("%4d %11.4f %11.4f %11.3f %11.3f %11.2f %11.2f %7.3f %11.4f %7.3f\n", i,
+           t[NB_BLOCKING].total, t[NB_NONBLOCKING].total, 1e3 * t[NB_BLOCKING].total / it,
            1e3 * t[NB_NONBLOCKING].total / it, bench_bw_mib(bytes, t[NB_BLOCKING].total),
-           bench_bw_mib(bytes, t[NB_NONBLOCKING].total), ratio(r));
+           bench_bw_mib(bytes, t[NB_NONBLOCKING].total), ratio(r), t[NB_EACH].total,
+           each_ratio(r));
   fflush(stdout);
 }
 
 /* The figures of the summary and the record, per repetition. */
-enum { F_COMPUTE, F_BLOCKING, F_NONBLOCKING, F_RATIO, F_HIDDEN, F_COUNT };
+enum { F_COMPUTE, F_BLOCKING, F_NONBLOCKING, F_RATIO, F_HIDDEN, F_EACH, F_EACH_RATIO, F_COUNT };
 static const char *const fig_name[F_COUNT] = {"compute_only_s", "blocking_s", "nonblocking_s",
-                                              "ratio", "hidden"};
+                                              "ratio", "hidden", "each_s", "each_ratio"};
+
+/* The figures each mode has. */
+static int has_figure(const struct nb *o, int f) {
+  if (o->overlap)
+    return f != F_EACH && f != F_EACH_RATIO;
+  return f != F_COMPUTE && f != F_HIDDEN;
+}
 
 static void figures(const struct nb_rep *reps, int n, double (*out)[3]) {
   double *v = malloc((size_t)n * sizeof *v);
   for (int f = 0; f < F_COUNT; f++) {
     for (int i = 0; i < n; i++)
-      v[i] = f == F_RATIO ? ratio(&reps[i]) : f == F_HIDDEN ? hidden(&reps[i])
-                                                             : reps[i].t[f].total;
+      v[i] = f == F_RATIO        ? ratio(&reps[i])
+             : f == F_HIDDEN     ? hidden(&reps[i])
+             : f == F_EACH_RATIO ? each_ratio(&reps[i])
+             : f == F_EACH       ? reps[i].t[NB_EACH].total
+                                 : reps[i].t[f].total;
     stats(v, n, out[f]);
   }
   free(v);
 }
 
 static void print_summary(const struct nb *o, const struct nb_rep *reps) {
-  static const char *const label[F_COUNT] = {"compute-only (s)", "blocking (s)",
-                                             "non-blocking (s)", "non-blocking/blocking",
-                                             "I/O time hidden"};
+  static const char *const label[F_COUNT] = {
+      "compute-only (s)", "blocking (s)", "non-blocking (s)", "non-blocking/blocking",
+      "I/O time hidden", "one by one nb (s)", "non-blocking/one by one"};
   double f[F_COUNT][3];
   figures(reps, o->p->reps, f);
   printf("summary %17s %10s %10s %10s\n", "", "min", "median", "max");
-  for (int k = o->overlap ? 0 : 1; k < F_COUNT; k++) {
-    if (!o->overlap && k == F_HIDDEN) continue;
+  for (int k = 0; k < F_COUNT; k++) {
+    if (!has_figure(o, k)) continue;
     printf("%-25s %10.4f %10.4f %10.4f\n", label[k], f[k][0], f[k][1], f[k][2]);
   }
   if (!o->overlap) {
@@ -466,6 +491,8 @@ static void print_summary(const struct nb *o, const struct nb_rep *reps) {
            1e3 * f[F_BLOCKING][1] / it, 1e3 * f[F_BLOCKING][2] / it);
     printf("%-25s %10.3f %10.3f %10.3f\n", "non-blocking ms/iter.", 1e3 * f[F_NONBLOCKING][0] / it,
            1e3 * f[F_NONBLOCKING][1] / it, 1e3 * f[F_NONBLOCKING][2] / it);
+    printf("%-25s %10.3f %10.3f %10.3f\n", "one by one nb ms/iter.", 1e3 * f[F_EACH][0] / it,
+           1e3 * f[F_EACH][1] / it, 1e3 * f[F_EACH][2] / it);
   }
   printf("verification: %s (%lld bad bytes)\n", o->errors ? "FAILED" : "passed",
          (long long)o->errors);
@@ -533,10 +560,9 @@ static void write_json(const struct nb *o, const struct nb_rep *reps, FILE *out)
           (long long)o->bytes_iter, (long long)(o->bytes_iter * o->iters));
   if (o->overlap)
     fprintf(out, "\"compute\":{\"seconds_per_iteration\":%.6f,\"auto\":%s,"
-                 "\"warmup_io_seconds_per_iteration\":%.6f,\"fill_seconds_per_iteration\":%.6f,"
-                 "\"units_per_s\":[%.1f,%.1f]},",
-            o->compute_s, p->compute_auto ? "true" : "false", o->warmup_io_s, o->fill_s,
-            o->rate[0], o->rate[1]);
+                 "\"warmup_io_seconds_per_iteration\":%.6f,\"units_per_s\":[%.1f,%.1f]},",
+            o->compute_s, p->compute_auto ? "true" : "false", o->warmup_io_s, o->rate[0],
+            o->rate[1]);
   fputs("\"reps\":[", out);
   for (int i = 0; i < p->reps; i++) {
     fputs(i ? ",{" : "{", out);
@@ -547,6 +573,12 @@ static void write_json(const struct nb *o, const struct nb_rep *reps, FILE *out)
     json_time(out, "blocking", &reps[i].t[NB_BLOCKING]);
     fputc(',', out);
     json_time(out, "nonblocking", &reps[i].t[NB_NONBLOCKING]);
+    if (!o->overlap) {
+      fputc(',', out);
+      json_time(out, "each", &reps[i].t[NB_EACH]);
+      fputs(",\"each_ratio\":", out);
+      json_num(out, each_ratio(&reps[i]));
+    }
     fputs(",\"ratio\":", out);
     json_num(out, ratio(&reps[i]));
     if (o->overlap) {
@@ -558,8 +590,8 @@ static void write_json(const struct nb *o, const struct nb_rep *reps, FILE *out)
   fputs("]", out);
   double f[F_COUNT][3];
   figures(reps, p->reps, f);
-  for (int k = o->overlap ? 0 : 1; k < F_COUNT; k++) {
-    if (!o->overlap && k == F_HIDDEN) continue;
+  for (int k = 0; k < F_COUNT; k++) {
+    if (!has_figure(o, k)) continue;
     fprintf(out, ",\"%s\":{\"min\":", fig_name[k]);
     json_num(out, f[k][0]);
     fputs(",\"median\":", out);
@@ -582,16 +614,12 @@ static uint64_t setup_compute(struct nb *o) {
   MPI_Allreduce(&o->units_per_s, &o->rate[1], 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   o->compute_s = o->p->compute;
   if (o->p->compute_auto) {
-    /* The loop makes up what producing the data (the fill) leaves of the
-     * write time, so that compute-only takes about as long as the writes. */
-    struct nb_time warm, fill;
+    /* compute-only takes as long as the writes of a blocking warm-up */
+    struct nb_time warm;
     settle(o);
     run(o, NB_BLOCKING, 0, &warm);
-    settle(o);
-    run(o, NB_COMPUTE, 0, &fill);
     o->warmup_io_s = warm.visible / (double)o->iters;
-    o->fill_s = fill.total / (double)o->iters;
-    o->compute_s = o->warmup_io_s > o->fill_s ? o->warmup_io_s - o->fill_s : 0;
+    o->compute_s = o->warmup_io_s;
   }
   return (uint64_t)(o->compute_s * o->units_per_s + 0.5);
 }
@@ -605,17 +633,19 @@ int bench_nb_main(const struct bench_access *wa, const struct bench_access *ra,
   if (!wa->be->istart || !p->collective || p->fpp)
     fail(&o, "--compute and --small-requests need -a AGGIO or -a MPIIO with -c (no -F)");
   plan_calls(&o);
-  if (!o.overlap) bench_access_fill(wa); /* untimed: the whole stream, once */
+  bench_access_fill(wa); /* untimed: the whole stream, once */
   uint64_t units = o.overlap ? setup_compute(&o) : 0;
   struct nb_rep *reps = calloc((size_t)p->reps, sizeof *reps);
   settle(&o);
   for (int i = 0; i < p->reps; i++) {
     if (o.overlap) run_checked(&o, NB_COMPUTE, units, &reps[i].t[NB_COMPUTE]);
-    /* Alternate which goes first, so that drift falls on both alike. */
-    enum nb_kind first = i % 2 ? NB_NONBLOCKING : NB_BLOCKING;
-    enum nb_kind second = i % 2 ? NB_BLOCKING : NB_NONBLOCKING;
-    run_checked(&o, first, units, &reps[i].t[first]);
-    run_checked(&o, second, units, &reps[i].t[second]);
+    /* Rotate which goes first, so that drift falls on all alike. */
+    enum nb_kind order[3] = {NB_BLOCKING, NB_NONBLOCKING, NB_EACH};
+    int nk = o.overlap ? 2 : 3;
+    for (int k = 0; k < nk; k++) {
+      enum nb_kind kind = order[(k + i) % nk];
+      run_checked(&o, kind, units, &reps[i].t[kind]);
+    }
     if (o.rank == 0 && i == 0) print_header(&o);
     if (o.rank == 0) print_row(&o, i, &reps[i]);
   }
@@ -632,8 +662,6 @@ int bench_nb_main(const struct bench_access *wa, const struct bench_access *ra,
   free(o.calls);
   free(o.seg_pos);
   free(o.seg_ext);
-  free(o.buf[0]);
-  free(o.buf[1]);
   free(o.hints_json);
   return o.errors ? 1 : 0;
 }

@@ -304,7 +304,9 @@ int aggio__step_summarize(struct aggio__op *op) {
   fh->wrote_alone = 0;
   op->mine.held_lo = c.held_lo;
   op->mine.held_hi = c.held_hi;
-  op->mine.mergeable = op->merge ? op->merge->n : 1;
+  op->mine.mergeable = op->mine.offered_max = 1;
+  if (op->merge && !op->merge->decided)
+    aggio__merge_mine(op, &op->mine); /* the summary of all it offers */
   aggio__then(op, step_decide, AGGIO_P_PLAN);
   return aggio__op_allreduce(op, &op->mine, &op->sum, 1, fh->summary_type,
                              fh->summary_op, fh->comm, AGGIO_P_AGREE);

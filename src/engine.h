@@ -50,9 +50,16 @@ struct aggio__merge {
   int *order;               /* n: merged operations by file offset */
   int64_t *spos;            /* n: where each one's data lies in the merged stream */
   int m;                    /* operations merged (0 until agreed) */
+  int decided;              /* m is agreed: summaries describe op->acc again */
   int built;                /* the carrier runs the merged access */
   struct aggio__access own; /* the carrier's own access, while it carries */
+  struct aggio__access x;   /* the merged access, its memory reserved */
 };
+
+/* An offer of ops[0..n) (ops[0] the carrier), with the memory of their
+ * merged access; NULL without memory (then nothing is offered). */
+struct aggio__merge *aggio__merge_new(struct aggio__op **ops, int n);
+void aggio__merge_free(struct aggio__merge *g);
 
 struct aggio__op {
   aggio_file fh;
@@ -127,6 +134,11 @@ int aggio__step_summarize(struct aggio__op *op);
 /* After the summary: the strategy, then a flush of data other strategies
  * hold, then its state, then its steps. */
 int aggio__step_choose(struct aggio__op *op);
+
+/* This rank's part of the summary when it offers operations to merge: the
+ * count offered, and the ranges and bytes of all of them together (when
+ * every rank's offer merges whole, the summary needs no second round). */
+void aggio__merge_mine(const struct aggio__op *op, struct aggio__call_summary *mine);
 
 /* After the summary, when every rank offered later operations to merge
  * (merge.c): agrees on how many merge and runs them as one. */

@@ -9,17 +9,20 @@
  * rank's progress timing was:
  *   - the request layer offers the first unstarted collective operation of
  *     a file with the small ones queued behind it (op->merge, n offered);
- *     the summary carries n and its reduction takes the MIN;
+ *     the summary carries n (MIN and MAX over the ranks) and describes all
+ *     n operations together;
  *   - one more reduction brings each offered operation's range over all
  *     ranks; the longest prefix whose ranges do not overlap merges, so that
  *     no byte is written by two of them (MPI's order between them would
  *     otherwise be lost) and the merged ranges stay sorted;
- *   - the carrier (the first) then takes the merged access, summarizes it
- *     again and runs the chosen strategy as any operation.
- * Everything after the first reduction is decided from agreed values.  A
- * rank that cannot allocate the merged access fails the merged operation
- * on every rank (the second summary agrees the error), so no rank's later
- * operations get out of step.
+ *   - the carrier (the first) then takes the merged access and runs the
+ *     chosen strategy as any operation.  When every rank offered the same
+ *     n and all n merge, the first summary described exactly that access;
+ *     otherwise the carrier summarizes its access again.  A merged
+ *     operation costs two reductions where n operations cost n.
+ * Everything after the first reduction is decided from agreed values, and
+ * the memory of the merged access is reserved before the offer (a rank
+ * without it offers nothing), so no rank's operations get out of step.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +42,32 @@ static void range_of(const struct aggio__access *acc, int64_t *lo, int64_t *hi) 
 
 static int merge_decide(struct aggio__op *op);
 
+void aggio__merge_mine(const struct aggio__op *op, struct aggio__call_summary *s) {
+  const struct aggio__merge *g = op->merge;
+  s->mergeable = s->offered_max = g->n;
+  if (op->err.code != 0)
+    return;
+  int64_t lo = INT64_MAX, hi = 0, bytes = 0, pieces = 0;
+  for (int i = 0; i < g->n; i++) {
+    int64_t a, b;
+    range_of(&g->ops[i]->acc, &a, &b);
+    if (a >= b)
+      continue;
+    lo = a < lo ? a : lo;
+    hi = b > hi ? b : hi;
+    bytes += g->ops[i]->acc.nbytes;
+    pieces += (int64_t)g->ops[i]->acc.file.n;
+  }
+  if (bytes == 0)
+    return;
+  s->lo = lo;
+  s->hi = hi;
+  s->bytes = bytes;
+  s->pieces = s->most_pieces = pieces;
+  s->span = hi - lo;
+  s->ranks = 1;
+}
+
 int aggio__merge_step(struct aggio__op *op) {
   struct aggio__merge *g = op->merge;
   g->n = (int)op->sum.mergeable; /* no more than this rank offered */
@@ -53,34 +82,63 @@ int aggio__merge_step(struct aggio__op *op) {
                              op->fh->comm, AGGIO_P_AGREE);
 }
 
-/* The merged access of the carrier: every merged operation's ranges and
- * data, in offset order.  Local; 0 or AGGIO_ERR_NOMEM. */
-static int build(struct aggio__op *op, struct aggio__merge *g) {
-  struct aggio__access x = {.is_write = op->acc.is_write};
-  for (int k = 0; k < g->m; k++)
-    x.nbytes += g->ops[k]->acc.nbytes;
-  x.stream = x.nbytes > 0 ? malloc((size_t)x.nbytes) : NULL;
-  if (x.nbytes > 0 && !x.stream)
-    return AGGIO_ERR_NOMEM;
-  int64_t spos = 0;
+struct aggio__merge *aggio__merge_new(struct aggio__op **ops, int n) {
+  struct aggio__merge *g = calloc(1, sizeof *g);
+  if (!g)
+    return NULL;
+  g->ops = malloc((size_t)n * sizeof *g->ops);
+  g->ranges = malloc((size_t)n * 2 * sizeof *g->ranges);
+  g->order = malloc((size_t)n * sizeof *g->order);
+  g->spos = malloc((size_t)n * sizeof *g->spos);
+  int64_t bytes = 0;
+  size_t pieces = 0;
+  for (int i = 0; i < n; i++) {
+    bytes += ops[i]->acc.nbytes;
+    pieces += ops[i]->acc.file.n;
+  }
+  g->x.stream = bytes > 0 ? malloc((size_t)bytes) : NULL;
+  if (!g->ops || !g->ranges || !g->order || !g->spos || (bytes > 0 && !g->x.stream) ||
+      aggio__extents_reserve(&g->x.file, pieces) != 0) {
+    aggio__merge_free(g);
+    return NULL;
+  }
+  memcpy(g->ops, ops, (size_t)n * sizeof *ops);
+  g->n = n;
+  return g;
+}
+
+void aggio__merge_free(struct aggio__merge *g) {
+  if (!g)
+    return;
+  free(g->ops);
+  free(g->ranges);
+  free(g->order);
+  free(g->spos);
+  free(g->x.stream);
+  aggio__extents_free(&g->x.file);
+  free(g);
+}
+
+/* The carrier takes the merged access: every merged operation's ranges
+ * and data, in offset order, in the memory aggio__merge_new reserved (so
+ * that nothing here can fail on one rank alone). */
+static void build(struct aggio__op *op, struct aggio__merge *g) {
+  struct aggio__access *x = &g->x;
+  x->is_write = op->acc.is_write;
+  x->nbytes = 0;
   for (int k = 0; k < g->m; k++) {
     int i = g->order[k];
     const struct aggio__access *a = &g->ops[i]->acc;
-    g->spos[i] = spos;
+    g->spos[i] = x->nbytes;
     for (size_t e = 0; e < a->file.n; e++)
-      if (aggio__extents_push(&x.file, a->file.v[e].off, a->file.v[e].len) != 0) {
-        aggio__extents_free(&x.file);
-        free(x.stream);
-        return AGGIO_ERR_NOMEM;
-      }
-    if (x.is_write && a->nbytes > 0)
-      memcpy(x.stream + spos, a->stream, (size_t)a->nbytes);
-    spos += a->nbytes;
+      aggio__extents_push(&x->file, a->file.v[e].off, a->file.v[e].len);
+    if (x->is_write && a->nbytes > 0)
+      memcpy(x->stream + x->nbytes, a->stream, (size_t)a->nbytes);
+    x->nbytes += a->nbytes;
   }
   g->own = op->acc;
-  op->acc = x;
+  op->acc = *x;
   g->built = 1;
-  return 0;
 }
 
 static int merge_decide(struct aggio__op *op) {
@@ -88,18 +146,16 @@ static int merge_decide(struct aggio__op *op) {
   if (op->err.code != 0) /* the reduction failed: the outcome says so */
     return aggio__then(op, NULL, AGGIO_P_AGREE);
   g->m = aggio__merge_prefix(g->ranges, g->n, g->order);
-  op->merge = NULL; /* the second summary offers nothing */
-  if (g->m <= 1) {
-    op->merge = g;
+  /* the summary described all n together on every rank exactly when each
+   * offered n (MIN = MAX) */
+  int exact = g->m == g->n && op->sum.mergeable == op->sum.offered_max;
+  g->decided = 1;
+  if (g->m <= 1)
     g->m = 1;
+  else
+    build(op, g);
+  if (exact)
     return aggio__then(op, aggio__step_choose, AGGIO_P_PLAN);
-  }
-  int rc = build(op, g);
-  op->merge = g;
-  if (rc != 0)
-    aggio__fail(&op->err, rc, "rank %d: out of memory merging %d operations", op->fh->rank,
-                g->m);
-  g->n = 1; /* mine.mergeable of the second summary */
   return aggio__then(op, aggio__step_summarize, AGGIO_P_AGREE);
 }
 
@@ -122,9 +178,7 @@ int aggio__merge_finish(struct aggio__op *op) {
     }
   }
   if (g->built) {
-    aggio__extents_free(&x->file);
-    free(x->stream);
-    op->acc = g->own;
+    op->acc = g->own; /* g->x stays g's, freed with it */
     g->built = 0;
   }
   return g->m;

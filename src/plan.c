@@ -363,7 +363,7 @@ void aggio__summary_mine(struct aggio__call_summary *s, const struct aggio__exte
   s->lo = INT64_MAX;
   s->held_lo = INT64_MAX;
   s->flags = flags;
-  s->mergeable = 1;
+  s->mergeable = s->offered_max = 1;
   if (err || bytes <= 0 || file->n == 0)
     return;
   const struct aggio__extent *last = &file->v[file->n - 1];
@@ -392,6 +392,7 @@ void aggio__summary_merge(const struct aggio__call_summary *in,
   io->held_lo = min64(in->held_lo, io->held_lo);
   io->held_hi = max64(in->held_hi, io->held_hi);
   io->mergeable = min64(in->mergeable, io->mergeable);
+  io->offered_max = max64(in->offered_max, io->offered_max);
 }
 
 int aggio__summary_interleaved(const struct aggio__call_summary *s) {

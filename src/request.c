@@ -89,16 +89,6 @@ static struct aggio_request_s *request_of(struct aggio__op *op) {
   return (struct aggio_request_s *)((char *)op - offsetof(struct aggio_request_s, op));
 }
 
-static void free_merge(struct aggio__merge *g) {
-  if (!g)
-    return;
-  free(g->ops);
-  free(g->ranges);
-  free(g->order);
-  free(g->spos);
-  free(g);
-}
-
 /* Gives the user the outcome; the request stays on the list until waited.
  * Operations merged into r's complete with it. */
 static void complete(struct aggio_request_s *r) {
@@ -119,7 +109,7 @@ static void complete(struct aggio_request_s *r) {
   }
   if (fh->stats && m > 1)
     fh->stats->c[AGGIO_C_NB_MERGED] += m - 1;
-  free_merge(g);
+  aggio__merge_free(g);
   pthread_cond_broadcast(&changed);
 }
 
@@ -163,20 +153,8 @@ static void offer_merge(struct aggio_request_s *r) {
   int n = followers(r, ops);
   if (n < 2)
     return;
-  struct aggio__merge *g = calloc(1, sizeof *g);
-  if (g) {
-    g->ops = malloc((size_t)n * sizeof *g->ops);
-    g->ranges = malloc((size_t)n * 2 * sizeof *g->ranges);
-    g->order = malloc((size_t)n * sizeof *g->order);
-    g->spos = malloc((size_t)n * sizeof *g->spos);
-  }
-  if (!g || !g->ops || !g->ranges || !g->order || !g->spos) {
-    free_merge(g); /* no merge: this rank offers 1, and the MIN says so */
-    return;
-  }
-  memcpy(g->ops, ops, (size_t)n * sizeof *ops);
-  g->n = n;
-  r->op.merge = g;
+  /* without memory this rank offers nothing (1), and the MIN says so */
+  r->op.merge = aggio__merge_new(ops, n);
 }
 
 /* Runs r's steps while they can run (locked).  The phase timers count only
