@@ -220,7 +220,9 @@ def _byte_offsets(rec, api):
                 disp, etype = int(rec["offset"][i]), max(int(rec["length"][i]), 1)
                 contiguous = bool(rec["flags"][i] & fmt.FLAG_VIEW_CONTIGUOUS)
             elif data[i] and contiguous:
-                out[i] = disp + int(rec["offset"][i]) * etype
+                byte = disp + int(rec["offset"][i]) * etype
+                if -2**63 <= byte < 2**63:  # a damaged record keeps its etype offset
+                    out[i] = byte
     return out
 
 
