@@ -245,6 +245,16 @@ static void pause_locked(int *backoff) {
   pthread_cond_timedwait(&changed, &lock, &ts);
 }
 
+/* One pass; when it moved nothing, a pause (locked).  A pass that
+ * completes a request has moved, so callers waiting for one need not look
+ * before pausing. */
+static void pass_or_pause(int *backoff) {
+  if (progress_all())
+    *backoff = 0;
+  else
+    pause_locked(backoff);
+}
+
 static void *progress_main(void *arg) {
   (void)arg;
   int backoff = 0;
@@ -348,22 +358,15 @@ static void wait_locked(struct aggio_request_s *r) {
       complete(r);
       break;
     }
-    if (progress_all())
-      backoff = 0;
-    else if (!r->complete)
-      pause_locked(&backoff);
+    pass_or_pause(&backoff);
   }
 }
 
 void aggio__requests_settle(aggio_file fh) {
   int backoff = 0;
   pthread_mutex_lock(&lock);
-  while (fh->nb_outstanding > 0) {
-    if (progress_all())
-      backoff = 0;
-    else if (fh->nb_outstanding > 0)
-      pause_locked(&backoff);
-  }
+  while (fh->nb_outstanding > 0)
+    pass_or_pause(&backoff);
   pthread_mutex_unlock(&lock);
 }
 
@@ -684,10 +687,7 @@ int aggio_waitany(int count, aggio_request requests[], int *index, MPI_Status *s
       wait_locked(requests[i]);
       continue;
     }
-    if (progress_all())
-      backoff = 0;
-    else
-      pause_locked(&backoff);
+    pass_or_pause(&backoff);
   }
   struct aggio__err none = {0};
   int rc;
