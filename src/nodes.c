@@ -130,8 +130,10 @@ int aggio__topology(aggio_file fh, struct aggio__err *e) {
                         : name_nodes(fh, keys, e);
   }
   free(keys);
-  if (rc != 0)
+  if (rc != 0) {
+    aggio__place_aggregators(fh, 0, e); /* its collectives, so that no rank waits */
     return rc;
+  }
   /* Cray's rule: an explicit cb_nodes without a cb_config_list means that
    * many aggregators, spread over the nodes, not one per node. */
   const char *config = fh->hints.cb_config_list.str;
@@ -141,8 +143,15 @@ int aggio__topology(aggio_file fh, struct aggio__err *e) {
   if (aggio__select_aggregators(fh->nprocs, fh->node_of_rank, fh->nnodes,
                                 (const char *const *)fh->node_names, config,
                                 (int)fh->hints.cb_nodes.num, fh->aggr,
-                                &fh->naggr, msg, sizeof msg) != 0)
+                                &fh->naggr, msg, sizeof msg) != 0) {
+    aggio__place_aggregators(fh, 0, e);
     return aggio__fail(e, AGGIO_ERR_ARG, "rank %d: %s", fh->rank, msg);
+  }
+  /* cb_config_list and cb_nodes say how many aggregators; aggio_placement
+   * may move them (topology_load.c). */
+  int prc = aggio__place_aggregators(fh, 1, e);
+  if (prc != 0)
+    return prc;
   fh->my_aggr_index = -1;
   for (int i = 0; i < fh->naggr; i++)
     if (fh->aggr[i] == fh->rank)

@@ -1,0 +1,202 @@
+/*
+ * topology_load.c - the aggregator placement at open: reads the topology
+ * (rank 0 reads, every rank parses the same bytes, so that all agree on the
+ * topology and its errors) and moves the aggregators that cb_config_list
+ * and cb_nodes chose (nodes.c) to where aggio_placement wants them, keeping
+ * their number.  A topology that cannot be read or parsed is never an
+ * error of the open: the placement falls back to greedy and says why in
+ * aggio_file_get_info (aggio_topology_error).  The planning itself is pure
+ * code (placement.c, topology*.c).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "placement.h"
+#include "topology.h"
+
+#define SLURM_TOPOLOGY_CONF "/etc/slurm/topology.conf"
+#define TOPOLOGY_MAX_BYTES (64 << 20)
+
+enum source { SRC_NONE = 0, SRC_FILE = 1, SRC_SLURM = 2 };
+
+/* The source the hints name (the same on every rank: the hints must match).
+ * An empty aggio_topology_slurm means "the system's, if there is one",
+ * which only rank 0 looks for. */
+static enum source source_of(aggio_file fh, const char **path) {
+  if (fh->hints.topology_file.str[0]) {
+    *path = fh->hints.topology_file.str;
+    return SRC_FILE;
+  }
+  const char *s = fh->hints.topology_slurm.str;
+  if (strcmp(s, "none") == 0 || strcmp(s, "disable") == 0)
+    return SRC_NONE;
+  *path = s[0] ? s : SLURM_TOPOLOGY_CONF;
+  return SRC_SLURM;
+}
+
+/* Rank 0's read: hdr = {source, length or -1, errno}. */
+static char *read_source(aggio_file fh, int *hdr) {
+  const char *path = NULL;
+  enum source src = source_of(fh, &path);
+  hdr[0] = (int)src;
+  hdr[1] = 0;
+  hdr[2] = 0;
+  if (src == SRC_NONE)
+    return NULL;
+  if (src == SRC_SLURM && !fh->hints.topology_slurm.str[0] && access(path, R_OK) != 0) {
+    hdr[0] = SRC_NONE; /* no system topology: nothing to say */
+    return NULL;
+  }
+  FILE *f = fopen(path, "r");
+  char *text = f ? malloc(TOPOLOGY_MAX_BYTES) : NULL;
+  size_t n = text ? fread(text, 1, TOPOLOGY_MAX_BYTES, f) : 0;
+  if (!f || !text || ferror(f) || n == TOPOLOGY_MAX_BYTES) {
+    hdr[1] = -1;
+    hdr[2] = !f ? errno : !text ? ENOMEM : n == TOPOLOGY_MAX_BYTES ? EFBIG : EIO;
+    free(text);
+    text = NULL;
+  } else {
+    hdr[1] = (int)n;
+  }
+  if (f)
+    fclose(f);
+  return text;
+}
+
+/* 1 when every rank says ok. */
+static int all_ok(aggio_file fh, int ok) {
+  int all = 0;
+  if (MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, fh->comm) != MPI_SUCCESS)
+    return 0;
+  return all;
+}
+
+/* Shares the topology's text and parses it on every rank.  Returns 1 with
+ * a topology in *t, 0 without one (fh->topo_error says why when there was
+ * one to read), or -1 when the ranks could not agree (out of memory). */
+static int load(aggio_file fh, struct aggio__topology *t) {
+  int hdr[3] = {0, 0, 0};
+  char *text = fh->rank == 0 ? read_source(fh, hdr) : NULL;
+  if (MPI_Bcast(hdr, 3, MPI_INT, 0, fh->comm) != MPI_SUCCESS)
+    return -1;
+  const char *path = NULL;
+  source_of(fh, &path);
+  const char *hint = hdr[0] == SRC_FILE ? "aggio_topology_file" : "aggio_topology_slurm";
+  if (hdr[0] == SRC_NONE)
+    return 0;
+  if (hdr[1] < 0) {
+    snprintf(fh->topo_error, sizeof fh->topo_error, "%s: cannot read %.120s (%.60s)", hint, path,
+             strerror(hdr[2]));
+    return 0;
+  }
+  if (fh->rank != 0)
+    text = malloc((size_t)hdr[1] + 1);
+  int ok = text != NULL;
+  if (!all_ok(fh, ok) || MPI_Bcast(text, hdr[1], MPI_CHAR, 0, fh->comm) != MPI_SUCCESS) {
+    free(text);
+    return -1;
+  }
+  char why[200];
+  int rc = hdr[0] == SRC_FILE ? aggio__topo_parse_file(text, (size_t)hdr[1], t, why, sizeof why)
+                              : aggio__topo_parse_slurm(text, (size_t)hdr[1], t, why, sizeof why);
+  free(text);
+  /* A parse error is the same on every rank; running out of memory while
+   * parsing may not be, so the ranks agree on it. */
+  if (!all_ok(fh, rc == 0 || strstr(why, "out of memory") == NULL)) {
+    if (rc == 0)
+      aggio__topo_free(t);
+    return -1;
+  }
+  if (rc != 0) {
+    snprintf(fh->topo_error, sizeof fh->topo_error, "%s %.60s: %.150s", hint, path, why);
+    return 0;
+  }
+  return 1;
+}
+
+/* The topology node of each of the file's nodes: emulated nodes take the
+ * topology's compute nodes in order; real nodes are found by host name. */
+static int map_nodes(aggio_file fh, const struct aggio__topology *t, int *topo_node) {
+  int emulated = fh->hints.emulate_nodes.num > 0, found = 0;
+  for (int i = 0; i < fh->nnodes; i++) {
+    topo_node[i] = !t         ? -1
+                   : emulated ? aggio__topo_compute_node(t, i)
+                              : aggio__topo_find(t, fh->node_names[i]);
+    found += topo_node[i] >= 0;
+  }
+  return found;
+}
+
+static void note(aggio_file fh, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note(aggio_file fh, const char *fmt, ...) {
+  if (fh->topo_error[0])
+    return; /* the first reason is the one to fix */
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(fh->topo_error, sizeof fh->topo_error, fmt, ap);
+  va_end(ap);
+}
+
+/* Moves the aggregators to where the placement wants them. */
+static int apply(aggio_file fh, int p, const struct aggio__topology *t,
+                 struct aggio__err *e) {
+  int *topo_node = malloc((size_t)fh->nnodes * sizeof *topo_node);
+  if (!topo_node)
+    return aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: out of memory", fh->rank);
+  if (t && map_nodes(fh, t, topo_node) == 0)
+    note(fh, "%s: no node of this file is in the topology; default hop distances",
+         fh->hints.topology_file.str[0] ? "aggio_topology_file" : "aggio_topology_slurm");
+  int per = fh->nprocs / (fh->naggr > 0 ? fh->naggr : 1);
+  struct aggio__place_in in = {
+      .nprocs = fh->nprocs, .node_of_rank = fh->node_of_rank, .nnodes = fh->nnodes,
+      .topo_node = t ? topo_node : NULL, .topo = t, .volume = NULL,
+      /* per file, the volumes are unknown: each rank as if it filled an
+       * equal share of one aggregator's round */
+      .uniform = fh->hints.cb_buffer_size.num / (per > 0 ? per : 1) + 1};
+  int rc = aggio__place(&in, p, fh->naggr, fh->aggr);
+  free(topo_node);
+  if (rc != 0)
+    return aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: out of memory", fh->rank);
+  return 0;
+}
+
+int aggio__place_aggregators(aggio_file fh, int ready, struct aggio__err *e) {
+  fh->topo_error[0] = '\0';
+  snprintf(fh->placement_used, sizeof fh->placement_used, "greedy");
+  int p = aggio__placement_parse(fh->hints.placement.str);
+  if (p < 0) {
+    note(fh, "aggio_placement \"%s\" is not greedy, shortest, longest, topology or auto; "
+             "greedy placement", fh->hints.placement.str);
+    return 0;
+  }
+  /* From here on collective: p is the same on every rank. */
+  if (p == AGGIO_PLACE_GREEDY || !all_ok(fh, ready))
+    return 0;
+  struct aggio__topology t;
+  memset(&t, 0, sizeof t);
+  int have = load(fh, &t);
+  if (have < 0) {
+    note(fh, "%s", "out of memory reading the topology; greedy placement");
+    return 0;
+  }
+  if (fh->topo_error[0] && p != AGGIO_PLACE_AUTO) {
+    strncat(fh->topo_error, "; greedy placement", sizeof fh->topo_error - strlen(fh->topo_error) - 1);
+    p = AGGIO_PLACE_GREEDY; /* a broken topology is not silently replaced */
+  }
+  /* auto: the cost model when there is a topology and the user did not
+   * place the aggregators by host (an explicit cb_config_list). */
+  if (p == AGGIO_PLACE_AUTO)
+    p = have && fh->hints.cb_config_list.set == AGGIO_HS_DEFAULT ? AGGIO_PLACE_TOPOLOGY
+                                                                : AGGIO_PLACE_GREEDY;
+  int rc = p == AGGIO_PLACE_GREEDY ? 0 : apply(fh, p, have ? &t : NULL, e);
+  if (rc == 0)
+    snprintf(fh->placement_used, sizeof fh->placement_used, "%s", aggio__placement_name(p));
+  if (have)
+    aggio__topo_free(&t);
+  return rc;
+}
