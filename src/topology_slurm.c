@@ -60,7 +60,7 @@ static int expand_item(const char *item, size_t n, aggio__hostname_cb cb, void *
     return cb(ctx, name);
   }
   const char *rb = memchr(lb, ']', n - (size_t)(lb - item));
-  if (!rb || memchr(rb + 1, '[', n - (size_t)(rb + 1 - item))) {
+  if (!rb || rb == lb + 1 || memchr(rb + 1, '[', n - (size_t)(rb + 1 - item))) {
     snprintf(err, errlen, "bad host range in \"%.*s\"", (int)(n > 40 ? 40 : n), item);
     return -1;
   }
