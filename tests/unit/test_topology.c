@@ -3,6 +3,7 @@
  * Slurm's topology.conf, well formed and malformed (each error names its
  * line), hostlist ranges, and the hop distances of each shape.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "harness.h"
@@ -192,7 +193,32 @@ static void test_slurm(void) {
   }
 }
 
-int main(void) {
+/* The example files shipped in bench/topology parse (their paths are the
+ * arguments: ctest unit.topology_examples). */
+static void test_examples(int n, char **files) {
+  static char buf[1 << 20];
+  for (int i = 0; i < n; i++) {
+    FILE *f = fopen(files[i], "rb");
+    size_t len = f ? fread(buf, 1, sizeof buf, f) : 0;
+    if (f)
+      fclose(f);
+    CHECK(f && len > 0 && len < sizeof buf, "%s: readable", files[i]);
+    struct aggio__topology t;
+    char err[200] = "";
+    int slurm_conf = strstr(files[i], ".conf") != NULL;
+    int rc = slurm_conf ? aggio__topo_parse_slurm(buf, len, &t, err, sizeof err)
+                        : aggio__topo_parse_file(buf, len, &t, err, sizeof err);
+    CHECK(rc == 0 && t.nnodes >= 8, "%s parses: %s", files[i], err);
+    if (rc == 0)
+      aggio__topo_free(&t);
+  }
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1) {
+    test_examples(argc - 1, argv + 1);
+    return test_summary();
+  }
   test_torus();
   test_tree_and_dragonfly();
   test_file_errors();
