@@ -174,14 +174,20 @@ int aggio__place_aggregators(aggio_file fh, int ready, struct aggio__err *e) {
              "greedy placement", fh->hints.placement.str);
     return 0;
   }
-  /* From here on collective: p is the same on every rank. */
-  if (p == AGGIO_PLACE_GREEDY || !all_ok(fh, ready))
+  if (p == AGGIO_PLACE_GREEDY)
     return 0;
+  /* From here on collective (p is the same on every rank), also on a rank
+   * that is not ready: the open's agreement that follows fails them all. */
   struct aggio__topology t;
   memset(&t, 0, sizeof t);
   int have = load(fh, &t);
   if (have < 0) {
     note(fh, "%s", "out of memory reading the topology; greedy placement");
+    return 0;
+  }
+  if (!ready) {
+    if (have)
+      aggio__topo_free(&t);
     return 0;
   }
   if (fh->topo_error[0] && p != AGGIO_PLACE_AUTO) {
