@@ -119,14 +119,25 @@ static int load(aggio_file fh, struct aggio__topology *t) {
   return 1;
 }
 
+/* A host by its name, or by its short name (Slurm names nodes "nid001"
+ * where the host may call itself "nid001.cluster.site"). */
+static int find_host(const struct aggio__topology *t, const char *host) {
+  int i = aggio__topo_find(t, host);
+  const char *dot = strchr(host, '.');
+  if (i >= 0 || !dot || dot - host >= AGGIO_TOPO_NAMELEN)
+    return i;
+  char shortname[AGGIO_TOPO_NAMELEN];
+  snprintf(shortname, sizeof shortname, "%.*s", (int)(dot - host), host);
+  return aggio__topo_find(t, shortname);
+}
+
 /* The topology node of each of the file's nodes: emulated nodes take the
- * topology's compute nodes in order; real nodes are found by host name. */
+ * topology's compute nodes in order; real nodes are found by host name.
+ * Returns how many were found. */
 static int map_nodes(aggio_file fh, const struct aggio__topology *t, int *topo_node) {
   int emulated = fh->hints.emulate_nodes.num > 0, found = 0;
   for (int i = 0; i < fh->nnodes; i++) {
-    topo_node[i] = !t         ? -1
-                   : emulated ? aggio__topo_compute_node(t, i)
-                              : aggio__topo_find(t, fh->node_names[i]);
+    topo_node[i] = emulated ? aggio__topo_compute_node(t, i) : find_host(t, fh->node_names[i]);
     found += topo_node[i] >= 0;
   }
   return found;
@@ -142,27 +153,42 @@ static void note(aggio_file fh, const char *fmt, ...) {
   va_end(ap);
 }
 
-/* Moves the aggregators to where the placement wants them. */
-static int apply(aggio_file fh, int p, const struct aggio__topology *t,
+/* Moves the aggregators to where placement p wants them; t and topo_node
+ * NULL: no topology. */
+static int apply(aggio_file fh, int p, const struct aggio__topology *t, const int *topo_node,
                  struct aggio__err *e) {
-  int *topo_node = malloc((size_t)fh->nnodes * sizeof *topo_node);
-  if (!topo_node)
-    return aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: out of memory", fh->rank);
-  if (t && map_nodes(fh, t, topo_node) == 0)
-    note(fh, "%s: no node of this file is in the topology; default hop distances",
-         fh->hints.topology_file.str[0] ? "aggio_topology_file" : "aggio_topology_slurm");
   int per = fh->nprocs / (fh->naggr > 0 ? fh->naggr : 1);
   struct aggio__place_in in = {
       .nprocs = fh->nprocs, .node_of_rank = fh->node_of_rank, .nnodes = fh->nnodes,
-      .topo_node = t ? topo_node : NULL, .topo = t, .volume = NULL,
+      .topo_node = topo_node, .topo = t, .volume = NULL,
       /* per file, the volumes are unknown: each rank as if it filled an
        * equal share of one aggregator's round */
       .uniform = fh->hints.cb_buffer_size.num / (per > 0 ? per : 1) + 1};
-  int rc = aggio__place(&in, p, fh->naggr, fh->aggr);
-  free(topo_node);
-  if (rc != 0)
+  if (aggio__place(&in, p, fh->naggr, fh->aggr) != 0)
     return aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: out of memory", fh->rank);
   return 0;
+}
+
+/* The placement to apply, from the hint's p, given the topology (have) and
+ * how many of the file's nodes it knows. */
+static int decide(aggio_file fh, int p, int have, int known) {
+  const char *hint = fh->hints.topology_file.str[0] ? "aggio_topology_file"
+                                                    : "aggio_topology_slurm";
+  if (fh->topo_error[0]) { /* a broken topology is not silently replaced */
+    strncat(fh->topo_error, "; greedy placement",
+            sizeof fh->topo_error - strlen(fh->topo_error) - 1);
+    return AGGIO_PLACE_GREEDY;
+  }
+  if (have && known == 0)
+    note(fh, "%s: no node of this file is in the topology; %s", hint,
+         p == AGGIO_PLACE_AUTO ? "greedy placement" : "default hop distances");
+  /* auto: the cost model when there is a topology that knows the nodes and
+   * the user did not place the aggregators by host (cb_config_list). */
+  if (p == AGGIO_PLACE_AUTO)
+    p = have && known > 0 && fh->hints.cb_config_list.set == AGGIO_HS_DEFAULT
+            ? AGGIO_PLACE_TOPOLOGY
+            : AGGIO_PLACE_GREEDY;
+  return p;
 }
 
 int aggio__place_aggregators(aggio_file fh, int ready, struct aggio__err *e) {
@@ -185,23 +211,20 @@ int aggio__place_aggregators(aggio_file fh, int ready, struct aggio__err *e) {
     note(fh, "%s", "out of memory reading the topology; greedy placement");
     return 0;
   }
-  if (!ready) {
-    if (have)
-      aggio__topo_free(&t);
-    return 0;
+  int rc = 0, known = 0;
+  int *topo_node = ready && have ? malloc((size_t)fh->nnodes * sizeof *topo_node) : NULL;
+  if (ready && have && !topo_node)
+    rc = aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: out of memory", fh->rank);
+  else if (topo_node)
+    known = map_nodes(fh, &t, topo_node);
+  if (ready && rc == 0) {
+    p = decide(fh, p, have, known);
+    if (p != AGGIO_PLACE_GREEDY)
+      rc = apply(fh, p, have ? &t : NULL, topo_node, e);
+    if (rc == 0)
+      snprintf(fh->placement_used, sizeof fh->placement_used, "%s", aggio__placement_name(p));
   }
-  if (fh->topo_error[0] && p != AGGIO_PLACE_AUTO) {
-    strncat(fh->topo_error, "; greedy placement", sizeof fh->topo_error - strlen(fh->topo_error) - 1);
-    p = AGGIO_PLACE_GREEDY; /* a broken topology is not silently replaced */
-  }
-  /* auto: the cost model when there is a topology and the user did not
-   * place the aggregators by host (an explicit cb_config_list). */
-  if (p == AGGIO_PLACE_AUTO)
-    p = have && fh->hints.cb_config_list.set == AGGIO_HS_DEFAULT ? AGGIO_PLACE_TOPOLOGY
-                                                                : AGGIO_PLACE_GREEDY;
-  int rc = p == AGGIO_PLACE_GREEDY ? 0 : apply(fh, p, have ? &t : NULL, e);
-  if (rc == 0)
-    snprintf(fh->placement_used, sizeof fh->placement_used, "%s", aggio__placement_name(p));
+  free(topo_node);
   if (have)
     aggio__topo_free(&t);
   return rc;

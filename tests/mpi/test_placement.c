@@ -212,6 +212,17 @@ static void test_fallbacks(void) {
   CHECK(strcmp(sel, "greedy") == 0 && strstr(why, "\"nearest\" is not greedy"),
         "unknown placement: %s / %s", sel, why);
 
+  /* Real nodes are found by host name: this host is not in the topology.
+   * auto keeps greedy; topology, asked for, goes on with default hops. */
+  setenv("AGGIO_HINTS", "*:aggio_emulate_nodes=0", 1);
+  run("auto", topo_path, "1", sel, aggr, why);
+  CHECK(strcmp(sel, "greedy") == 0 && strstr(why, "no node of this file is in the topology"),
+        "auto, unknown hosts: %s / %s", sel, why);
+  run("topology", topo_path, "1", sel, aggr, why);
+  CHECK(strcmp(sel, "topology") == 0 && strstr(why, "default hop distances"),
+        "topology, unknown hosts: %s / %s", sel, why);
+  unsetenv("AGGIO_HINTS");
+
   /* auto without a topology (the system's Slurm file switched off): greedy */
   setenv("AGGIO_HINTS", "*:aggio_topology_slurm=none", 1);
   run("auto", NULL, "1", sel, aggr, why);
