@@ -18,6 +18,9 @@ void aggio__topo_init(struct aggio__topology *t, enum aggio__topo_shape shape) {
 }
 
 void aggio__topo_free(struct aggio__topology *t) {
+  free(t->by_name);
+  free(t->compute);
+  free(t->ios);
   free(t->nodes);
   free(t->switch_name);
   free(t->switch_parent);
@@ -37,7 +40,60 @@ int aggio__topo_add_node(struct aggio__topology *t, const struct aggio__topo_nod
   return t->nnodes++;
 }
 
+static int cmp_node_name(const void *a, const void *b) {
+  const struct aggio__topo_node *x = *(const struct aggio__topo_node *const *)a;
+  const struct aggio__topo_node *y = *(const struct aggio__topo_node *const *)b;
+  int c = strcmp(x->name, y->name);
+  return c ? c : (x < y ? -1 : x > y); /* equal names: declaration order */
+}
+
+int aggio__topo_finish(struct aggio__topology *t, int *first, int *second) {
+  size_t n = (size_t)t->nnodes;
+  const struct aggio__topo_node **sorted = malloc((n ? n : 1) * sizeof *sorted);
+  t->by_name = malloc((n ? n : 1) * sizeof *t->by_name);
+  t->compute = malloc((n ? n : 1) * sizeof *t->compute);
+  t->ios = malloc((n ? n : 1) * sizeof *t->ios);
+  if (!sorted || !t->by_name || !t->compute || !t->ios) {
+    free(sorted);
+    return -1;
+  }
+  t->ncompute = t->nio = 0;
+  for (size_t i = 0; i < n; i++) {
+    sorted[i] = &t->nodes[i];
+    if (t->nodes[i].io)
+      t->ios[t->nio++] = (int)i;
+    else
+      t->compute[t->ncompute++] = (int)i;
+  }
+  qsort(sorted, n, sizeof *sorted, cmp_node_name);
+  int rc = 0;
+  for (size_t i = 0; i < n; i++) {
+    t->by_name[i] = (int)(sorted[i] - t->nodes);
+    if (rc == 0 && i > 0 && strcmp(sorted[i]->name, sorted[i - 1]->name) == 0) {
+      *first = t->by_name[i - 1];
+      *second = t->by_name[i];
+      rc = -2;
+    }
+  }
+  free(sorted);
+  return rc;
+}
+
 int aggio__topo_find(const struct aggio__topology *t, const char *name) {
+  if (t && t->by_name) {
+    int lo = 0, hi = t->nnodes - 1;
+    while (lo <= hi) {
+      int mid = lo + (hi - lo) / 2;
+      int c = strcmp(t->nodes[t->by_name[mid]].name, name);
+      if (c == 0)
+        return t->by_name[mid];
+      if (c < 0)
+        lo = mid + 1;
+      else
+        hi = mid - 1;
+    }
+    return -1;
+  }
   for (int i = 0; t && i < t->nnodes; i++)
     if (strcmp(t->nodes[i].name, name) == 0)
       return i;
@@ -107,7 +163,8 @@ int aggio__topo_distance(const struct aggio__topology *t, int a, int b) {
 
 int aggio__topo_nearest_io(const struct aggio__topology *t, int a) {
   int best = -1, best_d = 0;
-  for (int i = 0; t && i < t->nnodes; i++) {
+  for (int k = 0; t && k < (t->ios ? t->nio : t->nnodes); k++) {
+    int i = t->ios ? t->ios[k] : k;
     if (!t->nodes[i].io)
       continue;
     int d = aggio__topo_distance(t, a, i);
@@ -120,6 +177,8 @@ int aggio__topo_nearest_io(const struct aggio__topology *t, int a) {
 }
 
 int aggio__topo_compute_node(const struct aggio__topology *t, int k) {
+  if (t && t->compute)
+    return k >= 0 && k < t->ncompute ? t->compute[k] : -1;
   for (int i = 0; t && i < t->nnodes; i++)
     if (!t->nodes[i].io && k-- == 0)
       return i;

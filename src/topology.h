@@ -30,6 +30,7 @@ struct aggio__topo_node {
   int io;                       /* 1: an I/O node, not a compute node */
   int coord[AGGIO_TOPO_MAXDIM]; /* torus */
   int place;                    /* tree: leaf switch index; dragonfly: group */
+  int line;                     /* where the source declared it (for errors) */
 };
 
 struct aggio__topology {
@@ -42,6 +43,12 @@ struct aggio__topology {
   int *switch_parent;         /* -1 at a root */
   int nnodes, cap;
   struct aggio__topo_node *nodes;
+  /* built by aggio__topo_finish, so that lookups stay O(log n) and O(1)
+   * on machines of 10^4-10^5 nodes: */
+  int *by_name;  /* node indices sorted by name */
+  int *compute;  /* compute node indices in order (ncompute) */
+  int *ios;      /* I/O node indices (nio) */
+  int ncompute, nio;
   double latency;      /* seconds per hop (l) */
   double bandwidth;    /* bytes/s of a link between nodes (B(i->A)) */
   double io_bandwidth; /* bytes/s into an I/O node (B(A->IO)) */
@@ -57,7 +64,12 @@ void aggio__topo_free(struct aggio__topology *t);
 
 /* Appends a node (a copy of *n); returns its index, or -1 out of memory. */
 int aggio__topo_add_node(struct aggio__topology *t, const struct aggio__topo_node *n);
-/* Index of the node or switch called `name`, or -1. */
+/* After the last node: builds the lookup tables.  Returns 0; -1 out of
+ * memory; -2 when two nodes share a name (*first, *second: their indices,
+ * second declared later). */
+int aggio__topo_finish(struct aggio__topology *t, int *first, int *second);
+/* Index of the node or switch called `name`, or -1 (nodes: binary search
+ * once finished, a scan before). */
 int aggio__topo_find(const struct aggio__topology *t, const char *name);
 int aggio__topo_find_switch(const struct aggio__topology *t, const char *name);
 

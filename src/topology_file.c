@@ -147,10 +147,14 @@ static int do_link(struct parser *p, char **tok, int n) {
   return 0;
 }
 
-static int check_name(struct parser *p, const char *name) {
+/* Names are unique among switches, and a switch takes no node's name;
+ * nodes among themselves are checked at the end (aggio__topo_finish), in
+ * O(n log n) rather than a scan per node. */
+static int check_name(struct parser *p, const char *name, int is_switch) {
   if (strlen(name) >= AGGIO_TOPO_NAMELEN)
     return fail(p, "name \"%.20s...\" longer than %d bytes", name, AGGIO_TOPO_NAMELEN - 1);
-  if (aggio__topo_find(p->t, name) >= 0 || aggio__topo_find_switch(p->t, name) >= 0)
+  if (aggio__topo_find_switch(p->t, name) >= 0 ||
+      (is_switch && aggio__topo_find(p->t, name) >= 0))
     return fail(p, "\"%s\" declared twice", name);
   return 0;
 }
@@ -161,7 +165,7 @@ static int do_switch(struct parser *p, char **tok, int n) {
     return fail(p, "\"switch\" needs \"shape tree\"");
   if (n < 2 || n > 3)
     return fail(p, "\"switch\" needs a name and optionally its parent switch");
-  if (check_name(p, tok[1]) != 0)
+  if (check_name(p, tok[1], 1) != 0)
     return -1;
   int parent = -1;
   if (n == 3 && (parent = aggio__topo_find_switch(t, tok[2])) < 0)
@@ -184,9 +188,10 @@ static int do_node(struct parser *p, char **tok, int n) {
   struct aggio__topo_node nd;
   memset(&nd, 0, sizeof nd);
   nd.io = strcmp(tok[0], "io") == 0;
-  if (n < 2 || check_name(p, tok[1]) != 0)
+  if (n < 2 || check_name(p, tok[1], 0) != 0)
     return n < 2 ? fail(p, "\"%s\" needs a name", tok[0]) : -1;
   snprintf(nd.name, sizeof nd.name, "%s", tok[1]);
+  nd.line = p->line;
   if (t->shape == AGGIO_TOPO_TORUS) {
     if (n - 2 != t->ndims)
       return fail(p, "\"%s\" needs %d coordinates", tok[1], t->ndims);
@@ -270,6 +275,14 @@ int aggio__topo_parse_file(const char *text, size_t len, struct aggio__topology 
     rc = fail(&p, "no \"shape\" line");
   if (rc == 0 && aggio__topo_compute_node(t, 0) < 0)
     rc = fail(&p, "no compute node (\"node\" lines)");
+  int first = 0, second = 0, f = rc == 0 ? aggio__topo_finish(t, &first, &second) : 0;
+  if (f == -1)
+    rc = fail(&p, "out of memory");
+  if (f == -2) {
+    p.line = t->nodes[second].line;
+    rc = fail(&p, "\"%s\" declared twice (first on line %d)", t->nodes[second].name,
+              t->nodes[first].line);
+  }
   if (rc != 0)
     aggio__topo_free(t);
   return rc;

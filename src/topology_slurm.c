@@ -155,11 +155,10 @@ static int link_child(void *ctx, const char *name) {
 
 static int add_node(void *ctx, const char *name) {
   struct slurm *s = ctx;
-  if (aggio__topo_find(s->t, name) >= 0)
-    return fail(s, "node \"%s\" under two switches", name);
   struct aggio__topo_node nd;
   memset(&nd, 0, sizeof nd);
   snprintf(nd.name, sizeof nd.name, "%s", name);
+  nd.line = s->line; /* a node under two switches is found at the end */
   nd.place = s->sw;
   return aggio__topo_add_node(s->t, &nd) < 0 ? fail(s, "out of memory") : 0;
 }
@@ -258,6 +257,14 @@ int aggio__topo_parse_slurm(const char *text, size_t len, struct aggio__topology
   if (rc == 0 && t->nnodes == 0) {
     snprintf(err, errlen, "no Nodes= in any switch");
     rc = -1;
+  }
+  int first = 0, second = 0, f = rc == 0 ? aggio__topo_finish(t, &first, &second) : 0;
+  if (f == -1)
+    rc = fail(&s, "out of memory");
+  if (f == -2) {
+    s.line = t->nodes[second].line;
+    rc = fail(&s, "node \"%s\" listed twice (first on line %d)", t->nodes[second].name,
+              t->nodes[first].line);
   }
   if (rc != 0)
     aggio__topo_free(t);

@@ -84,7 +84,10 @@ static void test_file_errors(void) {
       {"node a 0\n", "line 1: \"node\" before \"shape\""},
       {"shape torus 4\nnode a 4\n", "line 2: coordinate \"4\" of \"a\" is not in 0..3"},
       {"shape torus 4 4\nnode a 1\n", "line 2: \"a\" needs 2 coordinates"},
-      {"shape torus 4\nnode a 0\nnode a 1\n", "line 3: \"a\" declared twice"},
+      {"shape torus 4\nnode a 0\nnode a 1\n", "line 3: \"a\" declared twice (first on line 2)"},
+      {"shape tree\nswitch s\nnode a s\nio a s\n", "line 4: \"a\" declared twice"},
+      {"shape tree\nswitch s\nnode a s\nswitch a\n", "line 4: \"a\" declared twice"},
+      {"shape tree\nswitch s\nnode s s\n", "line 3: \"s\" declared twice"},
       {"shape torus 4\n\n# c\nbogus 1\n", "line 4: unknown statement \"bogus\""},
       {"shape cube 4\n", "line 1: unknown shape \"cube\""},
       {"shape torus 0\n", "line 1: dimension \"0\" is not a positive integer"},
@@ -166,6 +169,12 @@ static void test_slurm(void) {
     CHECK(aggio__topo_distance(&t, a, c) == 4, "leaf, s2, leaf");
     CHECK(aggio__topo_distance(&t, a, d) == 5, "s0, s2, s4, s3: %d", aggio__topo_distance(&t, a, d));
     CHECK(aggio__topo_nearest_io(&t, a) == -1, "Slurm knows no I/O nodes");
+    /* lookups by name once finished (binary search) find every node */
+    int all = 1;
+    for (int i = 0; i < t.nnodes; i++)
+      all &= aggio__topo_find(&t, t.nodes[i].name) == i;
+    CHECK(all && aggio__topo_find(&t, "tux9") == -1 && aggio__topo_find(&t, "a") == -1,
+          "binary search");
     aggio__topo_free(&t);
   }
   static const struct {
@@ -177,7 +186,8 @@ static void test_slurm(void) {
       {"SwitchName=a Switches=b\nSwitchName=b Switches=a\nSwitchName=c Nodes=n1\n",
        "switches form a loop"},
       {"SwitchName=s0 Nodes=n[5-3]\n", "line 1: bad host range"},
-      {"SwitchName=s0 Nodes=n1\nSwitchName=s1 Nodes=n1\n", "line 2: node \"n1\" under two"},
+      {"SwitchName=s0 Nodes=n[1-3],n2\n", "line 1: node \"n2\" listed twice (first on line 1)"},
+      {"SwitchName=s0 Nodes=n1\nSwitchName=s1 Nodes=n1\n", "line 2: node \"n1\" listed twice (first on line 1)"},
       {"Nodes=n1\n", "line 1: no SwitchName="},
       {"SwitchName=s0 Nodes\n", "line 1: \"Nodes\" is not Key=Value"},
       {"BlockName=b1 Nodes=n[1-4]\n", "topology/block (BlockName=) is not supported"},
