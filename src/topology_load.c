@@ -53,18 +53,36 @@ static char *read_source(aggio_file fh, int *hdr) {
     return NULL;
   }
   FILE *f = fopen(path, "r");
-  char *text = f ? malloc(TOPOLOGY_MAX_BYTES) : NULL;
-  size_t n = text ? fread(text, 1, TOPOLOGY_MAX_BYTES, f) : 0;
-  if (!f || !text || ferror(f) || n == TOPOLOGY_MAX_BYTES) {
+  if (!f) {
     hdr[1] = -1;
-    hdr[2] = !f ? errno : !text ? ENOMEM : n == TOPOLOGY_MAX_BYTES ? EFBIG : EIO;
-    free(text);
-    text = NULL;
-  } else {
-    hdr[1] = (int)n;
+    hdr[2] = errno;
+    return NULL;
   }
-  if (f)
-    fclose(f);
+  size_t cap = 1 << 16, n = 0;
+  char *text = malloc(cap);
+  errno = 0;
+  int why = text ? 0 : ENOMEM;
+  while (why == 0) {
+    n += fread(text + n, 1, cap - n, f);
+    if (n < cap)
+      break; /* the end, or an error told apart below */
+    char *more = cap < TOPOLOGY_MAX_BYTES ? realloc(text, 2 * cap) : NULL;
+    why = cap >= TOPOLOGY_MAX_BYTES ? EFBIG : !more ? ENOMEM : 0;
+    if (more) {
+      text = more;
+      cap *= 2;
+    }
+  }
+  if (why == 0 && ferror(f))
+    why = errno ? errno : EIO; /* a directory: EISDIR */
+  fclose(f);
+  if (why) {
+    hdr[1] = -1;
+    hdr[2] = why;
+    free(text);
+    return NULL;
+  }
+  hdr[1] = (int)n;
   return text;
 }
 

@@ -208,6 +208,10 @@ static void test_fallbacks(void) {
   CHECK(strcmp(sel, "greedy") == 0 && strstr(why, "cannot read"), "missing file: %s / %s", sel,
         why);
 
+  run("topology", test_dir(), "1", sel, aggr, why); /* a directory */
+  CHECK(strcmp(sel, "greedy") == 0 && strstr(why, "cannot read"), "a directory: %s / %s", sel,
+        why);
+
   run("nearest", topo_path, "1", sel, aggr, why);
   CHECK(strcmp(sel, "greedy") == 0 && strstr(why, "\"nearest\" is not greedy"),
         "unknown placement: %s / %s", sel, why);
