@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "lustre_lock.h"
 
 /* Below this many aligned bytes a direct transfer costs more than it saves. */
 #define AGGIO_DIO_MIN (1 << 20)
@@ -200,6 +201,15 @@ static int px_close(aggio_file fh, struct aggio__err *e) {
   }
   p->fd = -1;
   return e->code;
+}
+
+/* Both descriptors: writes go through either. */
+static int px_group_lock(aggio_file fh, long gid) {
+  struct posix *p = px(fh);
+  if (!p)
+    return 0;
+  int rc = aggio__lustre_group_lock(p->fd, gid);
+  return rc ? rc : aggio__lustre_group_lock(p->fd_direct, gid);
 }
 
 static void px_release(aggio_file fh) {
@@ -474,6 +484,7 @@ const struct aggio__storage_ops aggio__storage_posix = {
     .probe = px_probe,
     .open_direct = px_open_direct,
     .close = px_close,
+    .group_lock = px_group_lock,
     .pwrite = px_pwrite,
     .pread = px_pread,
     .sync = px_sync,
