@@ -89,6 +89,10 @@ static void note(aggio_file fh, int is_write, int64_t off, int64_t len, int dire
   }
   if (flags & AGGIO_IO_BEHIND)
     add(&s->c[is_write ? AGGIO_C_BEHIND_WRITES : AGGIO_C_BEHIND_READS], 1);
+  if (is_write && (flags & AGGIO_IO_AGGREGATOR)) { /* per-aggregator lines at close */
+    add(&s->c[AGGIO_C_AGGR_WRITES], 1);
+    add(&s->c[AGGIO_C_AGGR_WRITE_BYTES], len);
+  }
 }
 
 /* ---- opening ------------------------------------------------------------------ */
