@@ -76,16 +76,23 @@ static int open_everywhere(aggio_file fh, struct aggio__err *e) {
 }
 
 /* Cray's lock modes: a group lock on this rank's descriptors when the
- * file is on Lustre and the build can take one; otherwise (and when the
- * lock is refused) the hint stays, marked ignored with the reason. */
+ * file is on Lustre and the build can take one, held until close or until
+ * the hints stop asking for it (set_info); otherwise, and when the lock is
+ * refused, the hint stays, marked ignored with the reason. */
 static void lock_modes(aggio_file fh) {
-  if (!aggio__lock_modes_mark(&fh->hints, fh->fstype) || !fh->opened)
+  int want = aggio__lock_modes_mark(&fh->hints, fh->fstype) && fh->opened;
+  if (!want && fh->group_lock && fh->store->group_lock) {
+    fh->store->group_lock(fh, fh->group_lock, 0);
+    fh->group_lock = 0;
+  }
+  if (!want || fh->group_lock)
     return;
-  int rc = fh->store->group_lock
-               ? fh->store->group_lock(fh, aggio__lustre_group_id(fh->path))
-               : ENOTSUP;
-  if (rc == 0)
+  long gid = aggio__lustre_group_id(fh->path);
+  int rc = fh->store->group_lock ? fh->store->group_lock(fh, gid, 1) : ENOTSUP;
+  if (rc == 0) {
+    fh->group_lock = gid;
     return;
+  }
   struct aggio__hint_value *m[] = {&fh->hints.cray_cb_write_lock_mode,
                                    &fh->hints.cray_nocb_write_lock_mode};
   for (int i = 0; i < 2; i++)

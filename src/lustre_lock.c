@@ -59,14 +59,15 @@ long aggio__lustre_group_id(const char *path) {
   return (long)(x & 0x7fffffffUL) | 1; /* Lustre refuses group id 0 */
 }
 
-int aggio__lustre_group_lock(int fd, long gid) {
+int aggio__lustre_group_lock(int fd, long gid, int lock) {
 #ifdef AGGIO_HAVE_LUSTRE_USER
   if (fd < 0)
     return 0;
-  return ioctl(fd, LL_IOC_GROUP_LOCK, gid) == 0 ? 0 : errno;
+  return ioctl(fd, lock ? LL_IOC_GROUP_LOCK : LL_IOC_GROUP_UNLOCK, gid) == 0 ? 0 : errno;
 #else
   (void)fd;
   (void)gid;
+  (void)lock;
   return ENOTSUP;
 #endif
 }

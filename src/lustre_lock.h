@@ -24,9 +24,10 @@ int aggio__lock_modes_mark(struct aggio__hints *h, const char *fstype);
  * that all ranks agree without a message. */
 long aggio__lustre_group_id(const char *path);
 
-/* Takes the Lustre group lock `gid` on descriptor fd (held until the
- * descriptor closes).  0, or an errno value (ENOTSUP in builds without
- * Lustre's headers). */
-int aggio__lustre_group_lock(int fd, long gid);
+/* Takes (lock 1) or gives back (lock 0) the Lustre group lock `gid` on
+ * descriptor fd; a taken lock is held until given back or the descriptor
+ * closes.  0 (also for fd < 0), or an errno value (ENOTSUP in builds
+ * without Lustre's headers). */
+int aggio__lustre_group_lock(int fd, long gid, int lock);
 
 #endif

@@ -208,12 +208,12 @@ static int px_close(aggio_file fh, struct aggio__err *e) {
 }
 
 /* Both descriptors: writes go through either. */
-static int px_group_lock(aggio_file fh, long gid) {
+static int px_group_lock(aggio_file fh, long gid, int lock) {
   struct posix *p = px(fh);
   if (!p)
     return 0;
-  int rc = aggio__lustre_group_lock(p->fd, gid);
-  return rc ? rc : aggio__lustre_group_lock(p->fd_direct, gid);
+  int rc = aggio__lustre_group_lock(p->fd, gid, lock);
+  return rc ? rc : aggio__lustre_group_lock(p->fd_direct, gid, lock);
 }
 
 static void px_release(aggio_file fh) {

@@ -263,7 +263,7 @@ static void test_lock_modes_marked(void) {
     CHECK(lock == 0 && strstr(h.cray_cb_write_lock_mode.ignored, "needs Lustre") &&
               strstr(h.cray_cb_write_lock_mode.ignored, "headers"),
           "built without Lustre headers: %s", h.cray_cb_write_lock_mode.ignored);
-    CHECK(aggio__lustre_group_lock(0, 1) == ENOTSUP, "no ioctl in this build");
+    CHECK(aggio__lustre_group_lock(0, 1, 1) == ENOTSUP, "no ioctl in this build");
   }
   CHECK(strstr(h.cray_nocb_write_lock_mode.ignored, "lock ahead") ||
             strstr(h.cray_nocb_write_lock_mode.ignored, "needs Lustre"),
