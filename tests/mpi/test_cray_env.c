@@ -150,6 +150,10 @@ static void test_precedence(void) {
          "cray_nocb_write_lock_mode=2,*:romio_cb_read=enable", 1);
   setenv("AGGIO_HINTS", "*:cb_config_list=#*:1#", 1);
   setenv("MPICH_MPIIO_HINTS_DISPLAY", "1", 1);
+  /* The switches: aggio's own win over Cray's aliases. */
+  setenv("MPICH_MPIIO_STATS", "1", 1);
+  setenv("AGGIO_STATS", "0", 1);
+  setenv("MPICH_MPIIO_TIMERS", "3", 1);
   MPI_Info info;
   MPI_Info_create(&info);
   MPI_Info_set(info, "romio_ds_write", "enable");
@@ -189,6 +193,11 @@ static void test_precedence(void) {
   info_value(used, "cray_nocb_write_lock_mode", v, sizeof v);
   CHECK(strstr(v, "ignored: 2") != NULL, "lock ahead reported ignored: %s", v);
 
+  info_value(used, "aggio_stats", v, sizeof v);
+  CHECK(strcmp(v, "false") == 0, "AGGIO_STATS=0 over MPICH_MPIIO_STATS=1: %s", v);
+  info_value(used, "aggio_timers", v, sizeof v);
+  CHECK(strcmp(v, "true") == 0, "MPICH_MPIIO_TIMERS=3 (a Cray level) is on: %s", v);
+
   info_value(used, "aggio_hints_from_ROMIO_HINTS", v, sizeof v);
   CHECK(lists(v, "striping_unit") && lists(v, "romio_ds_read") == 0 &&
             !lists(v, "cb_buffer_size"),
@@ -200,10 +209,11 @@ static void test_precedence(void) {
         "from MPI_Info: %s", v);
   info_value(used, "aggio_hints_from_MPICH_MPIIO_HINTS", v, sizeof v);
   CHECK(lists(v, "romio_ds_write") && lists(v, "cray_cb_write_lock_mode") &&
-            !lists(v, "cb_config_list") && !lists(v, "romio_cb_read"),
+            lists(v, "aggio_timers") && !lists(v, "cb_config_list") &&
+            !lists(v, "romio_cb_read") && !lists(v, "aggio_stats"),
         "from MPICH_MPIIO_HINTS: %s", v);
   info_value(used, "aggio_hints_from_AGGIO_HINTS", v, sizeof v);
-  CHECK(strcmp(v, "cb_config_list") == 0, "from AGGIO_HINTS: %s", v);
+  CHECK(lists(v, "cb_config_list") && lists(v, "aggio_stats"), "from AGGIO_HINTS: %s", v);
   MPI_Info_free(&used);
 
   if (rank == 0) {
@@ -220,7 +230,13 @@ static void test_precedence(void) {
             "display says needs Lustre: %s", line);
   }
   free(out);
+  capture_begin(&cap, "close");
   aggio_file_close(&fh);
+  out = capture_end(&cap);
+  if (rank == 0)
+    CHECK(out && strstr(out, "aggio timers for file") && !strstr(out, "aggio stats for file"),
+          "at close: the timers block (MPICH_MPIIO_TIMERS), no stats block (AGGIO_STATS=0)");
+  free(out);
   MPI_Barrier(MPI_COMM_WORLD);
   if (rank == 0) {
     unlink(romio);
