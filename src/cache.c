@@ -81,6 +81,13 @@ static void count(struct aggio__cache *c, enum aggio__counter k) {
     __atomic_fetch_add(&c->fh->stats->c[k], 1, __ATOMIC_RELAXED);
 }
 
+/* The node cache is shared within a node only: what passes through it
+ * never crosses nodes. */
+static void count_local(struct aggio__cache *c, int64_t bytes) {
+  if (c->fh->stats)
+    __atomic_fetch_add(&c->fh->stats->c[AGGIO_C_NODE_LOCAL_BYTES], bytes, __ATOMIC_RELAXED);
+}
+
 /* ---- runs ------------------------------------------------------------------------ */
 
 /* Adds [a, b) to the slot's runs, merging touching and overlapping ones.
@@ -367,6 +374,7 @@ int64_t aggio__cache_put_some(struct aggio__cache *c, int64_t off, int64_t len, 
     if (!s)
       break;
     memcpy(slot_data(c, s) + a, src, (size_t)n);
+    count_local(c, n);
     pthread_mutex_lock(&c->sh->lock);
     if (s->valid && a + n > s->valid_len)
       s->valid = 0; /* past the loaded end: the copy no longer tells the file's bytes */
@@ -463,8 +471,10 @@ int aggio__cache_get(struct aggio__cache *c, int64_t off, int64_t len, char *dst
     if (!s)
       return rc;
     int64_t have = s->valid_len - a;
-    if (have > 0)
+    if (have > 0) {
       memcpy(dst, slot_data(c, s) + a, (size_t)(have < n ? have : n));
+      count_local(c, have < n ? have : n);
+    }
     pthread_mutex_lock(&c->sh->lock);
     if (--s->pins == 0)
       unpinned(c, s);

@@ -18,6 +18,7 @@
 #include "engine.h"
 #include "flatten.h"
 #include "info.h"
+#include "lustre_lock.h"
 #include "placement.h"
 #include "pool.h"
 #include "request.h"
@@ -75,8 +76,34 @@ static int open_everywhere(aggio_file fh, struct aggio__err *e) {
   return e->code;
 }
 
+/* Cray's lock modes: a group lock on this rank's descriptors when the
+ * file is on Lustre and the build can take one, held until close or until
+ * the hints stop asking for it (set_info); otherwise, and when the lock is
+ * refused, the hint stays, marked ignored with the reason. */
+static void lock_modes(aggio_file fh) {
+  int want = aggio__lock_modes_mark(&fh->hints, fh->fstype) && fh->opened;
+  if (!want && fh->group_lock && fh->store->group_lock) {
+    fh->store->group_lock(fh, fh->group_lock, 0);
+    fh->group_lock = 0;
+  }
+  if (!want || fh->group_lock)
+    return;
+  long gid = aggio__lustre_group_id(fh->path);
+  int rc = fh->store->group_lock ? fh->store->group_lock(fh, gid, 1) : ENOTSUP;
+  if (rc == 0) {
+    fh->group_lock = gid;
+    return;
+  }
+  struct aggio__hint_value *m[] = {&fh->hints.cray_cb_write_lock_mode,
+                                   &fh->hints.cray_nocb_write_lock_mode};
+  for (int i = 0; i < 2; i++)
+    if (m[i]->num == 1)
+      snprintf(m[i]->ignored, sizeof m[i]->ignored, "group lock refused: %s", strerror(rc));
+}
+
 /* Hints the file system cannot honour are kept, marked "ignored". */
 static void mark_unhonoured(aggio_file fh) {
+  lock_modes(fh);
   struct aggio__hint_value *sf = &fh->hints.striping_factor;
   if (sf->num > 0 && strcmp(fh->fstype, "lustre") != 0)
     snprintf(sf->ignored, sizeof sf->ignored, "file system %s does not stripe",
@@ -282,7 +309,8 @@ int aggio_file_open(MPI_Comm comm, const char *filename, int amode,
       return aggio__finish(&e);
     }
   }
-  if (fh->rank == 0 && getenv_nonempty("AGGIO_HINTS_DISPLAY"))
+  if (fh->rank == 0 && (getenv_nonempty("AGGIO_HINTS_DISPLAY") ||
+                        getenv_nonempty("MPICH_MPIIO_HINTS_DISPLAY")))
     aggio__hints_display(&fh->hints, fh->path, stdout);
   fh->open_time = aggio__now() - t0;
   if (fh->stats)
@@ -459,6 +487,8 @@ static int apply_info(aggio_file fh, MPI_Info info, struct aggio__err *e) {
   fh->hints = h;
   if (changed)
     hints_changed(fh, e);
+  else /* the hints were set again: their "ignored" reasons with them */
+    aggio__lock_modes_mark(&fh->hints, fh->fstype);
   return e->code;
 }
 

@@ -59,6 +59,13 @@ void aggio__hints_defaults(struct aggio__hints *h) {
   }
 }
 
+const char *aggio__hint_source_name(int source) {
+  static const char *const names[AGGIO_HS_COUNT] = {
+      "default", "ROMIO_HINTS", "AGGIO_HINTS_FILE", "MPI_Info", "MPICH_MPIIO_HINTS",
+      "AGGIO_HINTS"};
+  return source > 0 && source < AGGIO_HS_COUNT ? names[source] : names[0];
+}
+
 /* ---- small text helpers ----------------------------------------------------- */
 
 static int is_space(char c) {
@@ -283,6 +290,15 @@ static int validate(const struct aggio__hint_desc *d, int64_t num, const char *c
     put_err(err, errlen, "\"%s\" is below the minimum %d", canon, AGGIO__MIN_CB_BUFFER);
     return -1;
   }
+  if (strncmp(d->key, "cray_", 5) == 0 && strstr(d->key, "lock_mode") && num > 2) {
+    put_err(err, errlen, "\"%s\" is not 0 (normal), 1 (group lock) or 2 (lock ahead)",
+            canon);
+    return -1;
+  }
+  if (strcmp(d->key, "cray_cb_nodes_multiplier") == 0 && num < 1) {
+    put_err(err, errlen, "\"%s\" is below 1", canon);
+    return -1;
+  }
   if (strcmp(d->key, "cb_config_list") == 0 && canon[0] == '\0') {
     put_err(err, errlen, "the value is empty");
     return -1;
@@ -359,6 +375,10 @@ struct env_scan {
   int failed;
   char *err;
   size_t errlen;
+  int first_only;  /* MPICH_MPIIO_HINTS: only the first matching entry */
+  int reported;    /* an entry matched (and its pairs went out) */
+  int pending;     /* key/val hold a pair not yet reported (it may continue) */
+  int continues;   /* the last pair was an unquoted cb_config_list */
 };
 
 static void env_error(struct env_scan *sc, size_t pos, const char *fmt, ...)
@@ -412,7 +432,30 @@ static int env_quoted(struct env_scan *sc, const char **vb, const char **ve) {
   return 0;
 }
 
-/* Reads one key=value pair at the cursor; reports it if `matched`. */
+/* Reports the pair held back in key/val, if any. */
+static void env_flush(struct env_scan *sc) {
+  if (sc->pending)
+    sc->cb(sc->ctx, sc->key, sc->val);
+  sc->pending = 0;
+}
+
+/* Cray sites write cb_config_list=*:8 without quotes: the ':' then ends
+ * the pair early and "8" arrives as a field without '='.  Right after an
+ * unquoted cb_config_list (the one hint whose value holds ':'), such a
+ * field continues the value instead of being an error. */
+static int env_continue(struct env_scan *sc, const char *kb, const char *ke) {
+  if (!sc->continues || kb == ke || sc->s[sc->i] == '=')
+    return 0;
+  if (sc->pending) {
+    size_t n = strlen(sc->val);
+    sc->val[n] = ':';
+    span_copy(sc->val + n + 1, kb, ke);
+  }
+  return 1;
+}
+
+/* Reads one key=value pair at the cursor; holds it back for reporting if
+ * `matched` (a continuation may follow). */
 static void env_pair(struct env_scan *sc, int matched) {
   size_t start = sc->i;
   const char *kb = sc->s + start;
@@ -420,6 +463,9 @@ static void env_pair(struct env_scan *sc, int matched) {
     sc->i++;
   const char *ke = sc->s + sc->i;
   trim_span(&kb, &ke);
+  if (env_continue(sc, kb, ke))
+    return;
+  sc->continues = 0;
   if (sc->s[sc->i] != '=') {
     if (kb == ke)
       env_error(sc, start, "empty field (expected key=value)");
@@ -431,7 +477,8 @@ static void env_pair(struct env_scan *sc, int matched) {
   while (is_space(sc->s[sc->i]))
     sc->i++;
   const char *vb = sc->s + sc->i, *ve;
-  if (*vb == '#') {
+  int quoted = *vb == '#';
+  if (quoted) {
     if (env_quoted(sc, &vb, &ve))
       return;
   } else {
@@ -443,8 +490,13 @@ static void env_pair(struct env_scan *sc, int matched) {
     env_error(sc, start, "empty key");
     return;
   }
-  if (matched)
-    sc->cb(sc->ctx, span_copy(sc->key, kb, ke), span_copy(sc->val, vb, ve));
+  sc->continues = !quoted && span_is(kb, ke, "cb_config_list");
+  if (!matched)
+    return;
+  env_flush(sc);
+  span_copy(sc->key, kb, ke);
+  span_copy(sc->val, vb, ve);
+  sc->pending = 1;
 }
 
 /* Reads one entry at the cursor, up to (not past) the ',' ending it. */
@@ -465,14 +517,19 @@ static void env_entry(struct env_scan *sc) {
     env_error(sc, start, "pattern \"%.*s\" has no key=value pairs", (int)(pe - pb), pb);
     return;
   }
+  if (sc->first_only && sc->reported)
+    matched = 0; /* syntax still checked */
+  sc->continues = 0;
   while (sc->s[sc->i] == ':') {
     sc->i++;
     env_pair(sc, matched);
   }
+  env_flush(sc);
+  sc->reported |= matched;
 }
 
-int aggio__hints_parse_env(const char *spec, const char *path, aggio__hint_cb cb, void *ctx,
-                           char *err, size_t errlen) {
+static int parse_env(const char *spec, const char *path, aggio__hint_cb cb, void *ctx,
+                     int first_only, char *err, size_t errlen) {
   put_err(err, errlen, "%s", "");
   if (!spec || !cb)
     return 0;
@@ -483,7 +540,8 @@ int aggio__hints_parse_env(const char *spec, const char *path, aggio__hint_cb cb
     return -1;
   }
   struct env_scan sc = {.s = spec, .path = path, .cb = cb, .ctx = ctx, .key = scratch,
-                        .val = scratch + len + 1, .err = err, .errlen = errlen};
+                        .val = scratch + len + 1, .err = err, .errlen = errlen,
+                        .first_only = first_only};
   for (;;) {
     sc.entry++;
     env_entry(&sc);
@@ -493,6 +551,16 @@ int aggio__hints_parse_env(const char *spec, const char *path, aggio__hint_cb cb
   }
   free(scratch);
   return sc.failed ? -1 : 0;
+}
+
+int aggio__hints_parse_env(const char *spec, const char *path, aggio__hint_cb cb, void *ctx,
+                           char *err, size_t errlen) {
+  return parse_env(spec, path, cb, ctx, 0, err, errlen);
+}
+
+int aggio__hints_parse_cray(const char *spec, const char *path, aggio__hint_cb cb,
+                            void *ctx, char *err, size_t errlen) {
+  return parse_env(spec, path, cb, ctx, 1, err, errlen);
 }
 
 /* ---- hints files (ROMIO_HINTS syntax) --------------------------------------- */

@@ -4,10 +4,13 @@
  * values, AGGIO_HINTS (Cray MPICH_MPIIO_HINTS syntax) and hints files
  * (ROMIO_HINTS syntax).
  *
- * Precedence, lowest to highest: built-in defaults < AGGIO_HINTS_FILE <
- * MPI_Info passed by the program < AGGIO_HINTS environment variable
- * (so that a user can override a program's hints without recompiling,
- * as with Cray's MPICH_MPIIO_HINTS).
+ * Precedence, lowest to highest (enum aggio__hint_source): built-in
+ * defaults < ROMIO_HINTS file < AGGIO_HINTS_FILE < MPI_Info passed by the
+ * program < MPICH_MPIIO_HINTS (and the MPICH_MPIIO_* switches) <
+ * AGGIO_HINTS (and the AGGIO_* switches).  The environment overrides the
+ * program so that a user can change hints without recompiling, as Cray's
+ * MPICH_MPIIO_HINTS does; aggio's own variables win over the Cray ones
+ * because they are the more specific request (docs/hints.md).
  */
 #ifndef AGGIO_HINTS_H
 #define AGGIO_HINTS_H
@@ -73,6 +76,12 @@ enum aggio__strategy_hint {
     "ranks copy into same-node aggregators through shared memory")                           \
   X(pipeline, "aggio_pipeline", AGGIO_HK_TRISTATE, "automatic", 1,                           \
     "aggregators write one buffer while filling the next (I/O thread)")                      \
+  X(cray_cb_nodes_multiplier, "cray_cb_nodes_multiplier", AGGIO_HK_INT, "1", 1,              \
+    "aggregators per stripe: multiplies the aggregator count (capped by ranks)")           \
+  X(cray_cb_write_lock_mode, "cray_cb_write_lock_mode", AGGIO_HK_INT, "0", 1,                \
+    "collective-buffering writes on Lustre: 0 normal, 1 group lock, 2 lock ahead")         \
+  X(cray_nocb_write_lock_mode, "cray_nocb_write_lock_mode", AGGIO_HK_INT, "0", 1,            \
+    "writes without collective buffering on Lustre: 0 normal, 1 group lock, 2 lock ahead") \
   X(emulate_nodes, "aggio_emulate_nodes", AGGIO_HK_INT, "0", 1,                              \
     "split each node's ranks into N emulated nodes (0: real topology)")                      \
   X(placement, "aggio_placement", AGGIO_HK_STRING, "auto", 1,                               \
@@ -108,13 +117,20 @@ struct aggio__hints {
   char warnings[1024];
 };
 
-/* Where a hint came from (aggio__hint_value.set). */
+/* Where a hint came from (aggio__hint_value.set), lowest precedence first. */
 enum aggio__hint_source {
   AGGIO_HS_DEFAULT = 0,
-  AGGIO_HS_FILE = 1,  /* AGGIO_HINTS_FILE */
-  AGGIO_HS_INFO = 2,  /* MPI_Info */
-  AGGIO_HS_ENV = 3    /* AGGIO_HINTS */
+  AGGIO_HS_ROMIO_FILE = 1, /* ROMIO_HINTS (a hints file in ROMIO's format) */
+  AGGIO_HS_FILE = 2,       /* AGGIO_HINTS_FILE */
+  AGGIO_HS_INFO = 3,       /* MPI_Info */
+  AGGIO_HS_CRAY = 4,       /* MPICH_MPIIO_HINTS and the MPICH_MPIIO_* switches */
+  AGGIO_HS_ENV = 5,        /* AGGIO_HINTS and the AGGIO_* switches */
+  AGGIO_HS_COUNT
 };
+
+/* The name of a source as the display and get_info print it ("default",
+ * "ROMIO_HINTS", ...); "default" for an unknown value. */
+const char *aggio__hint_source_name(int source);
 
 struct aggio__hint_desc {
   const char *key;
@@ -155,10 +171,18 @@ typedef void (*aggio__hint_cb)(void *ctx, const char *key, const char *value);
  *   pattern:key=value:key=value,pattern2:key=value
  * Each pattern is a shell glob (fnmatch) tested against the file path as
  * given to open, and against its basename; pairs of every matching entry are
- * reported in order.  Returns 0, or -1 with the first syntax error in err
- * (well-formed entries are still reported). */
+ * reported in order.  cb_config_list may be written unquoted
+ * (cb_config_list=*:8): a field without '=' right after it continues its
+ * value.  Returns 0, or -1 with the first syntax error in err (well-formed
+ * entries are still reported). */
 int aggio__hints_parse_env(const char *spec, const char *path, aggio__hint_cb cb,
                            void *ctx, char *err, size_t errlen);
+
+/* MPICH_MPIIO_HINTS, as Cray MPICH applies it: the same syntax, but only
+ * the first entry whose pattern matches the file counts (later entries are
+ * still checked for syntax). */
+int aggio__hints_parse_cray(const char *spec, const char *path, aggio__hint_cb cb,
+                            void *ctx, char *err, size_t errlen);
 
 /* Hints file syntax (ROMIO_HINTS): one "key value" per line, '#' comments,
  * blank lines ignored.  text holds len bytes (the whole file; it need not

@@ -88,12 +88,14 @@ static char *read_whole_file(const char *path, size_t *len) {
   return buf;
 }
 
-static void apply_file(struct apply_ctx *c, const char *path) {
-  char err[256];
+/* A hints file named by `var` (AGGIO_HINTS_FILE or ROMIO_HINTS). */
+static void apply_file(struct apply_ctx *c, const char *var, const char *path) {
+  char err[256], what[512];
   size_t len = 0;
   char *text = read_whole_file(path, &len);
   if (!text) {
-    warn(c->h, "cannot read AGGIO_HINTS_FILE %s (%s)", path, strerror(errno));
+    snprintf(what, sizeof what, "cannot read %s %.256s (%s)", var, path, strerror(errno));
+    warn(c->h, "%s%s", what, "");
     return;
   }
   if (aggio__hints_parse_file(text, len, apply_one, c, err, sizeof err) != 0)
@@ -114,6 +116,36 @@ static void apply_info(struct apply_ctx *c, MPI_Info info) {
     MPI_Info_get(info, key, AGGIO_HINT_STRLEN, value, &flag);
     if (flag)
       apply_one(c, key, value);
+  }
+}
+
+/* Cray's switches take levels (MPICH_MPIIO_STATS=2 also writes CSV files
+ * there); aggio's are on or off, so any positive level means on. */
+static const char *cray_level(const char *v) {
+  size_t n = strspn(v, "0123456789");
+  if (n == 0 || v[n] != '\0')
+    return v; /* not a level: parsed as a boolean, warned about if bad */
+  return strspn(v, "0") == n ? "false" : "true";
+}
+
+/* MPICH_MPIIO_HINTS (first matching entry only, as Cray applies it) and
+ * the Cray switches that are aliases of aggio's. */
+static void apply_cray(struct apply_ctx *c, const char *path) {
+  char err[256];
+  const char *spec = getenv("MPICH_MPIIO_HINTS");
+  if (spec && *spec &&
+      aggio__hints_parse_cray(spec, path, apply_one, c, err, sizeof err) != 0)
+    warn(c->h, "MPICH_MPIIO_HINTS: %s%s", err, "");
+  static const struct {
+    const char *env, *key;
+  } alias[] = {{"MPICH_MPIIO_STATS", "aggio_stats"},
+               {"MPICH_MPIIO_TIMERS", "aggio_timers"},
+               {"MPICH_MPIIO_AGGREGATOR_PLACEMENT_DISPLAY",
+                "aggio_aggregator_placement_display"}};
+  for (size_t i = 0; i < sizeof alias / sizeof alias[0]; i++) {
+    const char *v = getenv(alias[i].env);
+    if (v && *v)
+      apply_one(c, alias[i].key, cray_level(v));
   }
 }
 
@@ -141,15 +173,21 @@ static void apply_env(struct apply_ctx *c, const char *path) {
 void aggio__hints_gather(struct aggio__hints *h, MPI_Info info, const char *path,
                          int rank, int with_defaults) {
   (void)rank;
-  struct apply_ctx c = {h, AGGIO_HS_FILE};
+  struct apply_ctx c = {h, AGGIO_HS_ROMIO_FILE};
   if (with_defaults) {
     aggio__hints_defaults(h);
+    const char *romio = getenv("ROMIO_HINTS");
+    if (romio && *romio)
+      apply_file(&c, "ROMIO_HINTS", romio);
+    c.source = AGGIO_HS_FILE;
     const char *file = getenv("AGGIO_HINTS_FILE");
     if (file && *file)
-      apply_file(&c, file);
+      apply_file(&c, "AGGIO_HINTS_FILE", file);
   }
   c.source = AGGIO_HS_INFO;
   apply_info(&c, info);
+  c.source = AGGIO_HS_CRAY;
+  apply_cray(&c, path);
   c.source = AGGIO_HS_ENV;
   apply_env(&c, path);
 }
@@ -251,6 +289,32 @@ static const char *value_text(const struct aggio__hint_value *v, char *buf,
   return buf;
 }
 
+/* aggio_hints_from_<source> = the keys that source set, comma-separated,
+ * for every source but the defaults that set any: where each hint in
+ * effect came from, which matters once several variables disagree. */
+static void sources_to_info(const struct aggio__hints *h, MPI_Info out) {
+  for (int src = 1; src < AGGIO_HS_COUNT; src++) {
+    char keys[MPI_MAX_INFO_VAL], name[64];
+    size_t n = 0;
+    keys[0] = '\0';
+    for (size_t i = 0; i < aggio__hint_count; i++) {
+      const struct aggio__hint_desc *d = &aggio__hint_table[i];
+      const struct aggio__hint_value *v =
+          (const struct aggio__hint_value *)((const char *)h + d->offset);
+      if (v->set != src)
+        continue;
+      int w = snprintf(keys + n, sizeof keys - n, "%s%s", n ? "," : "", d->key);
+      if (w < 0 || (size_t)w >= sizeof keys - n)
+        break; /* bounded like every MPI_Info value */
+      n += (size_t)w;
+    }
+    if (n == 0)
+      continue;
+    snprintf(name, sizeof name, "aggio_hints_from_%s", aggio__hint_source_name(src));
+    MPI_Info_set(out, name, keys);
+  }
+}
+
 int aggio__hints_to_info(const struct aggio__hints *h, MPI_Info *out) {
   if (MPI_Info_create(out) != MPI_SUCCESS)
     return AGGIO_ERR_MPI;
@@ -266,6 +330,7 @@ int aggio__hints_to_info(const struct aggio__hints *h, MPI_Info *out) {
       buf[MPI_MAX_INFO_VAL - 1] = '\0';
     MPI_Info_set(*out, d->key, buf);
   }
+  sources_to_info(h, *out);
   if (h->warnings[0]) {
     char w[MPI_MAX_INFO_VAL];
     size_t n = strnlen(h->warnings, sizeof w - 1);
@@ -278,16 +343,13 @@ int aggio__hints_to_info(const struct aggio__hints *h, MPI_Info *out) {
 
 void aggio__hints_display(const struct aggio__hints *h, const char *path, FILE *out) {
   fprintf(out, "aggio hints for file \"%s\":\n", path);
-  static const char *source_name[] = {"default", "AGGIO_HINTS_FILE", "MPI_Info",
-                                      "AGGIO_HINTS"};
   for (size_t i = 0; i < aggio__hint_count; i++) {
     const struct aggio__hint_desc *d = &aggio__hint_table[i];
     const struct aggio__hint_value *v =
         (const struct aggio__hint_value *)((const char *)h + d->offset);
     char buf[2 * AGGIO_HINT_STRLEN + 16];
-    int src = v->set >= 0 && v->set <= 3 ? v->set : 0;
     fprintf(out, "  %-36s = %-24s [%s]\n", d->key,
-            value_text(v, buf, sizeof buf), source_name[src]);
+            value_text(v, buf, sizeof buf), aggio__hint_source_name(v->set));
   }
   if (h->warnings[0])
     fprintf(out, "  warnings: %s\n", h->warnings);

@@ -95,6 +95,7 @@ struct aggio_file_s {
   int opened;             /* this rank opened the file (romio_no_indep_rw: only
                            * aggregators and rank 0 do) */
   int atomic;             /* MPI atomic mode (aggio_file_set_atomicity) */
+  long group_lock;        /* Lustre group-lock id this rank holds (lustre_lock.h), 0 none */
   int wrote_alone;        /* an independent write since the last collective call */
   const struct aggio__storage_ops *store; /* the storage edge (storage.h) */
   void *store_state;      /* the back end's own state */

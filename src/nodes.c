@@ -139,11 +139,19 @@ int aggio__topology(aggio_file fh, struct aggio__err *e) {
   const char *config = fh->hints.cb_config_list.str;
   if (fh->hints.cb_nodes.num > 0 && fh->hints.cb_config_list.set == AGGIO_HS_DEFAULT)
     config = "*:*";
-  char msg[256];
+  char msg[256], multiplied[AGGIO_HINT_STRLEN];
+  int cb_nodes = (int)fh->hints.cb_nodes.num;
+  /* cray_cb_nodes_multiplier: that many times the aggregators per node
+   * and under the cb_nodes cap (Cray's aggregators per stripe). */
+  if (aggio__cb_multiply(config, cb_nodes, (int)fh->hints.cray_cb_nodes_multiplier.num,
+                         fh->nprocs, multiplied, sizeof multiplied, &cb_nodes, msg,
+                         sizeof msg) != 0) {
+    aggio__place_aggregators(fh, 0, e); /* its collectives, so that no rank waits */
+    return aggio__fail(e, AGGIO_ERR_ARG, "rank %d: %s", fh->rank, msg);
+  }
   if (aggio__select_aggregators(fh->nprocs, fh->node_of_rank, fh->nnodes,
-                                (const char *const *)fh->node_names, config,
-                                (int)fh->hints.cb_nodes.num, fh->aggr,
-                                &fh->naggr, msg, sizeof msg) != 0) {
+                                (const char *const *)fh->node_names, multiplied,
+                                cb_nodes, fh->aggr, &fh->naggr, msg, sizeof msg) != 0) {
     aggio__place_aggregators(fh, 0, e);
     return aggio__fail(e, AGGIO_ERR_ARG, "rank %d: %s", fh->rank, msg);
   }

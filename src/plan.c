@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "aggio_errno.h"
+#include "hints.h"
 #include <stdint.h>
 
 /* ---- aggregators ---------------------------------------------------------- */
@@ -462,6 +463,84 @@ int aggio__auto_decide(const struct aggio__call_summary *s, const struct aggio__
   snprintf(why, whylen, "%s requests (avg %lld bytes)%s", avg < small ? "contiguous" : "large",
            (long long)avg, in->striped ? ", ranks do not interleave" : "");
   return AGGIO_AUTO_INDEPENDENT;
+}
+
+/* ---- the write path the hints ask for --------------------------------------- */
+
+static int path_says(char *why, size_t whylen, int path, const char *text) {
+  if (why && whylen)
+    snprintf(why, whylen, "%s", text);
+  return path;
+}
+
+int aggio__select_write_path(const struct aggio__hints *h, char *why, size_t whylen) {
+  int64_t strat = h->strategy.num, cb = h->cb_write.num;
+  int no_indep = h->no_indep_rw.num != 0;
+  if (strat != AGGIO_STRAT_AUTO) {
+    if (why && whylen)
+      snprintf(why, whylen, "aggio_strategy=%s", h->strategy.str);
+    return (int)strat; /* the strategy hint's values are the path's */
+  }
+  if (cb == AGGIO_DISABLE && no_indep)
+    return path_says(why, whylen, AGGIO_PATH_NODE_LOCAL,
+                     "romio_cb_write=disable with romio_no_indep_rw=true: only aggregators "
+                     "touch the file, each writing its own node's data (local aggregation)");
+  if (cb == AGGIO_ENABLE || no_indep)
+    return path_says(why, whylen, AGGIO_PATH_TWO_PHASE,
+                     cb == AGGIO_ENABLE ? "romio_cb_write=enable"
+                                        : "romio_no_indep_rw=true: only aggregators write");
+  if (cb == AGGIO_DISABLE)
+    return path_says(why, whylen, AGGIO_PATH_INDEPENDENT, "romio_cb_write=disable");
+  if (h->write_behind.num == AGGIO_ENABLE)
+    return path_says(why, whylen, AGGIO_PATH_WRITE_BEHIND, "aggio_write_behind=enable");
+  return path_says(why, whylen, AGGIO_PATH_AUTO, "no hint decides: auto's rules per call");
+}
+
+/* Appends ",host:count" (no comma first) to out (cap bytes, n used);
+ * count < 0 is "*".  -1 when it does not fit. */
+static int put_entry(char *out, size_t cap, size_t *n, const char *host, long long count) {
+  char num[24];
+  if (count < 0)
+    snprintf(num, sizeof num, "*");
+  else
+    snprintf(num, sizeof num, "%lld", count);
+  int w = snprintf(out + *n, cap - *n, "%s%s:%s", *n ? "," : "", host, num);
+  if (w < 0 || (size_t)w >= cap - *n)
+    return -1;
+  *n += (size_t)w;
+  return 0;
+}
+
+int aggio__cb_multiply(const char *config, int cb_nodes, int mult, int nprocs, char *out,
+                       size_t cap, int *cb_nodes_out, char *err, size_t errlen) {
+  size_t n = 0;
+  if (!out || cap == 0 || !config)
+    return -1;
+  out[0] = '\0';
+  if (mult < 1)
+    mult = 1;
+  for (const char *p = config; *p;) {
+    const char *comma = strchr(p, ',');
+    size_t len = comma ? (size_t)(comma - p) : strlen(p);
+    struct config_entry ce;
+    if (parse_entry(p, len, &ce) != 0) {
+      snprintf(err, errlen, "cb_config_list \"%s\": bad entry \"%.*s\"", config, (int)len, p);
+      return -1;
+    }
+    long long k = ce.count < 0 ? -1 : (long long)ce.count * mult;
+    if (k > nprocs)
+      k = nprocs; /* a node never has more ranks than the file */
+    if (put_entry(out, cap, &n, ce.host, k) != 0) {
+      snprintf(err, errlen, "cb_config_list \"%s\" is too long once multiplied", config);
+      return -1;
+    }
+    p += len;
+    if (*p == ',')
+      p++;
+  }
+  long long c = (long long)cb_nodes * mult;
+  *cb_nodes_out = cb_nodes <= 0 ? cb_nodes : (int)(c < nprocs ? c : nprocs);
+  return 0;
 }
 
 /* ---- merging non-blocking operations ---------------------------------------- */

@@ -88,6 +88,45 @@ int aggio__auto_decide(const struct aggio__call_summary *s, const struct aggio__
  * aggregators within the call. */
 #define AGGIO_AUTO_SMALL (1 << 20)
 
+/* ---- the write path the hints ask for (Cray's combinations) ---------------- */
+
+/* Values match the strategies' ids (strategy.c) so that a path names the
+ * strategy that runs it; node_local is id 4. */
+enum aggio__write_path {
+  AGGIO_PATH_AUTO = 0,         /* no combination decides: auto's rules do */
+  AGGIO_PATH_INDEPENDENT = 1,  /* every rank writes its own data */
+  AGGIO_PATH_TWO_PHASE = 2,    /* collective buffering across nodes */
+  AGGIO_PATH_WRITE_BEHIND = 3, /* the node cache */
+  AGGIO_PATH_NODE_LOCAL = 4    /* each node's aggregators write that node's data */
+};
+
+struct aggio__hints;
+
+/* The write path a hint combination selects, before any look at the data:
+ *   aggio_strategy other than auto           -> that strategy;
+ *   romio_cb_write=disable with romio_no_indep_rw=true
+ *                                            -> node-local: collective
+ *      buffering is off, yet only aggregators may touch the file, which is
+ *      Cray's local aggregation (the HPE seed's
+ *      "*:romio_cb_write=disable:romio_no_indep_rw=true:...");
+ *   romio_cb_write=enable, or romio_no_indep_rw=true alone -> two-phase;
+ *   romio_cb_write=disable                   -> independent;
+ *   aggio_write_behind=enable                -> write-behind;
+ *   otherwise                                -> auto (decided per call).
+ * The lock-mode and data-sieving hints of those strings change how the
+ * chosen path writes, not which path.  Returns an enum aggio__write_path
+ * and says why (why may be NULL). */
+int aggio__select_write_path(const struct aggio__hints *h, char *why, size_t whylen);
+
+/* cray_cb_nodes_multiplier: Cray's "aggregators per stripe".  Rewrites
+ * cb_config_list so that every node may take `mult` times as many
+ * aggregators ("host" counts 1, "host:k" becomes k*mult, "host:*" stays
+ * every rank) and multiplies a cb_nodes cap, capped by nprocs (0 stays no
+ * cap).  Pure; mult <= 1 copies.  0, or -1 with a message (malformed list,
+ * or `out` of `cap` bytes too small). */
+int aggio__cb_multiply(const char *config, int cb_nodes, int mult, int nprocs, char *out,
+                       size_t cap, int *cb_nodes_out, char *err, size_t errlen);
+
 /* ---- the node cache (write-behind, read-ahead) ------------------------------ */
 
 /* Block size and slot count of a node cache of `budget` bytes: the stripe

@@ -46,6 +46,14 @@ int aggio__stats_set_domains(struct aggio__stats *s, int n,
   return 0;
 }
 
+void aggio__count_moved(struct aggio_file_s *fh, int peer, int64_t bytes) {
+  if (!fh->stats || bytes <= 0 || !fh->node_of_rank || peer < 0 || peer >= fh->nprocs)
+    return;
+  int local = fh->node_of_rank[peer] == fh->node_of_rank[fh->rank];
+  __atomic_fetch_add(&fh->stats->c[local ? AGGIO_C_NODE_LOCAL_BYTES : AGGIO_C_CROSS_NODE_BYTES],
+                     bytes, __ATOMIC_RELAXED);
+}
+
 /* ---- output helpers --------------------------------------------------------- */
 
 /* A block is composed in memory and written at once, so that it is never
@@ -99,6 +107,15 @@ static int node_of(const struct aggio_file_s *fh, int rank) {
 
 /* ---- placement -------------------------------------------------------------- */
 
+/* The table Cray's MPICH_MPIIO_AGGREGATOR_PLACEMENT_DISPLAY prints: one
+ * row per aggregator with its rank and node ("nid"; emulated nodes are
+ * host#i). */
+static void placement_table(FILE *f, const struct aggio_file_s *fh) {
+  fprintf(f, "   AGG    Rank  nid\n   ---  ------  ----------------\n");
+  for (int i = 0; fh->aggr && i < fh->naggr; i++)
+    fprintf(f, "  %4d  %6d  %s\n", i, fh->aggr[i], node_name(fh, node_of(fh, fh->aggr[i])));
+}
+
 static void placement_print(struct aggio_file_s *fh, const char *when) {
   struct block b;
   FILE *f = block_begin(&b);
@@ -124,6 +141,7 @@ static void placement_print(struct aggio_file_s *fh, const char *when) {
     print_ranges(f, list, na);
     fprintf(f, "\n");
   }
+  placement_table(f, fh);
   const struct aggio__stats *s = fh->stats;
   int nfd = s ? s->nfd : 0;
   for (int i = 0; fh->aggr && i < fh->naggr; i++) {
@@ -169,6 +187,8 @@ static const char *const slot_key[T_SLOTS - AGGIO_P_COUNT] = {
 struct reduced {
   int64_t sum[AGGIO_C_COUNT], max[AGGIO_C_COUNT], ranks[AGGIO_C_COUNT];
   double tmin[T_SLOTS], tmax[T_SLOTS], tsum[T_SLOTS];
+  int64_t *per_rank; /* rank 0: [2 * nprocs] aggregator write bytes, writes;
+                        NULL when some rank had no memory for it */
 };
 
 /* The phases of data-access calls (not open, sync, close). */
@@ -196,6 +216,28 @@ static void timer_slots(struct aggio_file_s *fh, double *t) {
   t[T_BEHIND] = s->behind_time;
 }
 
+/* Each rank's system writes as an aggregator (bytes, count) on rank 0,
+ * for the per-aggregator lines.  Rank 0's allocation is agreed first so
+ * that no rank waits in a gather another skipped; without it the lines
+ * are left out. */
+static int gather_per_rank(struct aggio_file_s *fh, struct reduced *out) {
+  const struct aggio__stats *s = fh->stats;
+  int64_t mine[2] = {s->c[AGGIO_C_AGGR_WRITE_BYTES], s->c[AGGIO_C_AGGR_WRITES]};
+  int ok = 1;
+  if (fh->rank == 0) {
+    out->per_rank = malloc(2 * sizeof *out->per_rank * (size_t)fh->nprocs);
+    ok = out->per_rank != NULL;
+  }
+  int rc = MPI_Bcast(&ok, 1, MPI_INT, 0, fh->comm);
+  if (rc == MPI_SUCCESS && ok)
+    rc = MPI_Gather(mine, 2, MPI_INT64_T, out->per_rank, 2, MPI_INT64_T, 0, fh->comm);
+  if (rc != MPI_SUCCESS) {
+    free(out->per_rank);
+    out->per_rank = NULL;
+  }
+  return rc;
+}
+
 /* Reduces to rank 0.  0, or -1 when an MPI call failed (nothing printed). */
 static int reduce(struct aggio_file_s *fh, struct reduced *out) {
   struct aggio__stats *s = fh->stats;
@@ -215,6 +257,8 @@ static int reduce(struct aggio_file_s *fh, struct reduced *out) {
   rc |= MPI_Reduce(t, out->tsum, T_SLOTS, MPI_DOUBLE, MPI_SUM, 0, c);
   memcpy(out->sum, sums, sizeof out->sum);
   memcpy(out->ranks, sums + AGGIO_C_COUNT, sizeof out->ranks);
+  if (rc == MPI_SUCCESS)
+    rc = gather_per_rank(fh, out);
   return rc == MPI_SUCCESS ? 0 : -1;
 }
 
@@ -232,6 +276,36 @@ static void print_size_hint(FILE *f, const char *key, const struct aggio__hint_v
     fprintf(f, "  %s: %lld\n", key, (long long)v->num);
   else
     fprintf(f, "  %s: unknown\n", key);
+}
+
+/* Index of rank r among the aggregators, or -1. */
+static int aggr_index(const struct aggio_file_s *fh, int r) {
+  for (int i = 0; fh->aggr && i < fh->naggr; i++)
+    if (fh->aggr[i] == r)
+      return i;
+  return -1;
+}
+
+/* One row per aggregator, and per other rank that wrote as one (the node
+ * cache's writers), with its bytes and system writes. */
+static void per_aggregator(FILE *f, const struct aggio_file_s *fh, const struct reduced *r) {
+  if (!r->per_rank) {
+    fprintf(f, "  per aggregator: n/a\n");
+    return;
+  }
+  fprintf(f, "  per aggregator:\n"
+             "     AGG    Rank  nid                 bytes written  system writes\n");
+  for (int rank = 0; rank < fh->nprocs; rank++) {
+    int i = aggr_index(fh, rank);
+    const int64_t *v = r->per_rank + 2 * rank;
+    if (i < 0 && v[1] == 0)
+      continue;
+    char agg[16] = "-";
+    if (i >= 0)
+      snprintf(agg, sizeof agg, "%d", i);
+    fprintf(f, "    %4s  %6d  %-16s  %14lld  %13lld\n", agg, rank,
+            node_name(fh, node_of(fh, rank)), (long long)v[0], (long long)v[1]);
+  }
 }
 
 #define S(name) (r->sum[AGGIO_C_##name])
@@ -267,6 +341,14 @@ static void stats_print(struct aggio_file_s *fh, const struct reduced *r) {
   else
     fprintf(f, "  aggregators active per call: n/a\n");
   fprintf(f, "  two-phase rounds: %lld\n", (long long)MAXC(COLL_ROUNDS));
+  fprintf(f, "  aggregators active = %lld,%lld,%lld,%lld (1, <= 4, > 4, %d)\n",
+          (long long)MAXC(ACTIVE_ONE), (long long)MAXC(ACTIVE_FEW),
+          (long long)MAXC(ACTIVE_MANY), (long long)MAXC(ACTIVE_ALL), fh->naggr);
+  fprintf(f, "  bytes crossing nodes: %lld\n", (long long)S(CROSS_NODE_BYTES));
+  fprintf(f, "  bytes copied within nodes: %lld\n", (long long)S(NODE_LOCAL_BYTES));
+  fprintf(f, "  aggregator system writes: %lld\n", (long long)S(AGGR_WRITES));
+  fprintf(f, "  aggregator system write bytes: %lld\n", (long long)S(AGGR_WRITE_BYTES));
+  per_aggregator(f, fh, r);
   fprintf(f, "  system writes: %lld\n", (long long)S(SYS_WRITES));
   fprintf(f, "  system write bytes: %lld\n", (long long)S(SYS_WRITE_BYTES));
   print_avg(f, "average system write size", S(SYS_WRITE_BYTES), S(SYS_WRITES));
@@ -368,6 +450,7 @@ void aggio__stats_close(struct aggio_file_s *fh) {
     if (ok && (s->timers || fh->hints.timers.num))
       timers_print(fh, &r);
   }
+  free(r.per_rank);
   stats_free(s);
   fh->stats = NULL;
 }

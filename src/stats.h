@@ -42,6 +42,14 @@
   X(WRITE_GAP_BYTES, "bytes in holes inside aggregator windows")               \
   X(COLL_ROUNDS, "two-phase rounds")                                           \
   X(AGGR_ACTIVE, "aggregator-calls that moved data")                           \
+  X(ACTIVE_ONE, "collective-buffering calls with 1 aggregator active")          \
+  X(ACTIVE_FEW, "... with 2 to 4 active (not all)")                            \
+  X(ACTIVE_MANY, "... with more than 4 active (not all)")                      \
+  X(ACTIVE_ALL, "... with every aggregator active")                            \
+  X(CROSS_NODE_BYTES, "file data bytes exchanged between (emulated) nodes")     \
+  X(NODE_LOCAL_BYTES, "file data bytes moved within a node (copies, messages)") \
+  X(AGGR_WRITES, "system writes made as an aggregator")                        \
+  X(AGGR_WRITE_BYTES, "bytes in system writes made as an aggregator")          \
   X(SYNCS, "fsync calls")                                                      \
   X(NB_STARTED, "non-blocking and split collective operations started")         \
   X(NB_MERGED, "non-blocking collective operations merged into an earlier one")
@@ -107,7 +115,25 @@ static inline void aggio__phase_add(struct aggio__stats *s, enum aggio__phase p,
     s->t[p] += seconds;
 }
 
+/* Cray's "aggregators active" bucket of a collective-buffering call in
+ * which `active` of `naggr` aggregators had data: all, 1, 2-4, more.
+ * Every rank counts the same calls (the domains are computed everywhere),
+ * so the printed value is the maximum over ranks. */
+static inline enum aggio__counter aggio__active_bucket(int active, int naggr) {
+  if (active == naggr)
+    return AGGIO_C_ACTIVE_ALL;
+  if (active <= 1)
+    return AGGIO_C_ACTIVE_ONE;
+  return active <= 4 ? AGGIO_C_ACTIVE_FEW : AGGIO_C_ACTIVE_MANY;
+}
+
 struct aggio_file_s;
+
+/* Counts `bytes` of file data this rank exchanged with rank `peer` (either
+ * direction) as crossing nodes or staying within one, by the (emulated)
+ * node layout.  No-op without statistics.  Every strategy that moves file
+ * data between ranks calls it where the data moves. */
+void aggio__count_moved(struct aggio_file_s *fh, int peer, int64_t bytes);
 
 /* Allocates the statistics of a file (stats or timers on); NULL on failure. */
 struct aggio__stats *aggio__stats_new(int timers);

@@ -57,6 +57,11 @@ struct aggio__storage_ops {
    * is_write); unlock with lock(..., -1).  Blocking. */
   int (*lock)(struct aggio_file_s *fh, int64_t off, int64_t len, int is_write,
               struct aggio__err *e);
+  /* Takes (lock 1) or gives back (lock 0) a Lustre group lock with id gid
+   * on this rank's descriptors; closing them gives it back too
+   * (lustre_lock.h).  0 or an errno value; NULL: the back end has no such
+   * lock. */
+  int (*group_lock)(struct aggio_file_s *fh, long gid, int lock);
   /* Frees what the back end keeps (descriptors already closed). */
   void (*release)(struct aggio_file_s *fh);
 };

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "lustre_lock.h"
 
 /* Below this many aligned bytes a direct transfer costs more than it saves. */
 #define AGGIO_DIO_MIN (1 << 20)
@@ -88,6 +89,10 @@ static void note(aggio_file fh, int is_write, int64_t off, int64_t len, int dire
   }
   if (flags & AGGIO_IO_BEHIND)
     add(&s->c[is_write ? AGGIO_C_BEHIND_WRITES : AGGIO_C_BEHIND_READS], 1);
+  if (is_write && (flags & AGGIO_IO_AGGREGATOR)) { /* per-aggregator lines at close */
+    add(&s->c[AGGIO_C_AGGR_WRITES], 1);
+    add(&s->c[AGGIO_C_AGGR_WRITE_BYTES], len);
+  }
 }
 
 /* ---- opening ------------------------------------------------------------------ */
@@ -200,6 +205,15 @@ static int px_close(aggio_file fh, struct aggio__err *e) {
   }
   p->fd = -1;
   return e->code;
+}
+
+/* Both descriptors: writes go through either. */
+static int px_group_lock(aggio_file fh, long gid, int lock) {
+  struct posix *p = px(fh);
+  if (!p)
+    return 0;
+  int rc = aggio__lustre_group_lock(p->fd, gid, lock);
+  return rc ? rc : aggio__lustre_group_lock(p->fd_direct, gid, lock);
 }
 
 static void px_release(aggio_file fh) {
@@ -474,6 +488,7 @@ const struct aggio__storage_ops aggio__storage_posix = {
     .probe = px_probe,
     .open_direct = px_open_direct,
     .close = px_close,
+    .group_lock = px_group_lock,
     .pwrite = px_pwrite,
     .pread = px_pread,
     .sync = px_sync,

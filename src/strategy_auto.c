@@ -5,6 +5,7 @@
  * unit-tested, documented with its measurements in docs/strategies.md), and
  * the engine runs the chosen strategy.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "engine.h"
@@ -28,9 +29,28 @@ static int64_t cache_bytes(aggio_file fh) {
                                              : 2 * fh->hints.cb_buffer_size.num;
 }
 
+/* Writes whose hints select node-local writing (aggio__select_write_path:
+ * collective buffering off, only aggregators touching the file) go to the
+ * node_local strategy when this build has it; else to two-phase, the one
+ * path where only aggregators touch the file, saying so.  NULL: the hints
+ * select nothing of the kind. */
+static const struct aggio__strategy_ops *node_local_by_hints(aggio_file fh, char *why,
+                                                            size_t whylen) {
+  char because[160];
+  if (aggio__select_write_path(&fh->hints, because, sizeof because) != AGGIO_PATH_NODE_LOCAL)
+    return NULL;
+  const struct aggio__strategy_ops *nl = aggio__strategy_find("node_local");
+  snprintf(why, whylen, "%s%s", because,
+           nl ? "" : "; this build has no node_local strategy: two-phase");
+  return nl ? nl : &aggio__strategy_two_phase;
+}
+
 static const struct aggio__strategy_ops *auto_choose(aggio_file fh, const struct aggio__op *op,
                                                      char *why, size_t whylen) {
   int is_write = op->acc.is_write;
+  const struct aggio__strategy_ops *nl = is_write ? node_local_by_hints(fh, why, whylen) : NULL;
+  if (nl)
+    return nl;
   struct aggio__auto_in in = {
       .is_write = is_write,
       .cb = (int)(is_write ? fh->hints.cb_write.num : fh->hints.cb_read.num),

@@ -307,8 +307,14 @@ static int plan_call(struct tp *t) {
     largest = t->fd_hi[i] - t->fd_lo[i] > largest ? t->fd_hi[i] - t->fd_lo[i] : largest;
   t->cb = aggio__round_size(largest, buffer_bytes(fh), t->f->align, t->pipeline);
   t->nrounds = aggio__round_count(A, t->fd_lo, t->fd_hi, t->cb);
-  if (fh->stats)
+  if (fh->stats) {
     aggio__stats_set_domains(fh->stats, A, t->fd_lo, t->fd_hi);
+    int active = 0;
+    for (int i = 0; i < A; i++)
+      active += t->fd_hi[i] > t->fd_lo[i];
+    if (active > 0)
+      fh->stats->c[aggio__active_bucket(active, A)]++;
+  }
   return split_mine(t);
 }
 
@@ -537,12 +543,14 @@ static int move_mine(struct tp *t, int is_write) {
     aggio__round_window(t->fd_lo[i], t->fd_hi[i], t->cb, t->k, &lo, &hi);
     char *peer = peer_buffer(t, i, s, &h);
     int n = 0;
+    int64_t moved = 0;
     while (l->cursor < l->n && l->v[l->cursor].off + l->v[l->cursor].len <= lo)
       l->cursor++;
     for (size_t j = l->cursor; j < l->n && l->v[j].off < hi; j++) {
       int64_t a = l->v[j].off > lo ? l->v[j].off : lo;
       int64_t b = l->v[j].off + l->v[j].len < hi ? l->v[j].off + l->v[j].len : hi;
       int64_t spos = l->v[j].spos + (a - l->v[j].off);
+      moved += b - a;
       if (peer) {
         copy_shared(t, peer, h, s, lo, a, b, spos, is_write);
         continue;
@@ -553,6 +561,7 @@ static int move_mine(struct tp *t, int is_write) {
       t->blens[n] = (int)(b - a);
       n++;
     }
+    aggio__count_moved(t->fh, t->fh->aggr[i], moved); /* my side counts each byte once */
     if (n > 0 && post(t, stream, n, t->fh->aggr[i], is_write) != 0)
       return AGGIO_ERR_MPI;
   }

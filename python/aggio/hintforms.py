@@ -3,7 +3,10 @@
 * aggio's `AGGIO_HINTS` and Cray MPICH's `MPICH_MPIIO_HINTS`, both
   `pattern:key=value:key=value,pattern2:...` (docs/hints.md, "AGGIO_HINTS");
   a value holding `:` or `,` (cb_config_list=*:1) is quoted Cray's way,
-  `cb_config_list=#*:1#`, which aggio's parser (src/hints.c) reads too;
+  `cb_config_list=#*:1#`, which aggio's parser (src/hints.c) reads too.
+  The two differ in which entries apply: every matching one in order for
+  AGGIO_HINTS (later wins), only the first matching one for Cray, so the
+  Cray form puts each file's entry first with the every-file hints in it;
 * a hints file, `key value` per line: ROMIO reads it from `ROMIO_HINTS`,
   aggio from `AGGIO_HINTS_FILE`.  It applies to every file the program opens.
 
@@ -57,11 +60,25 @@ def pattern_for(path: str) -> str:
     return "".join("?" if c in ":,#=" or c.isspace() else c for c in path)
 
 
+def first_match_order(entries: list[tuple[str, dict]]) -> list[tuple[str, dict]]:
+    """Entries written for "every matching entry, later wins" (AGGIO_HINTS)
+    rewritten for "first matching entry only" (MPICH_MPIIO_HINTS): each
+    file's entry first, holding the every-file ("*") hints under its own,
+    then the every-file entry for the other files."""
+    every: dict = {}
+    for pattern, hints in entries:
+        if pattern == "*":
+            every.update(hints)
+    own = [(p, {**every, **h}) for p, h in entries if p != "*"]
+    return own + ([("*", every)] if every else [])
+
+
 def env_value(entries: list[tuple[str, dict]], cray: bool = False) -> str:
     """`pattern:key=value:...,pattern:...` for AGGIO_HINTS (or, with cray,
-    MPICH_MPIIO_HINTS: aggio_* keys left out; entries left empty dropped)."""
+    MPICH_MPIIO_HINTS: first-match order, aggio_* keys left out, entries
+    left empty dropped)."""
     parts = []
-    for pattern, hints in entries:
+    for pattern, hints in (first_match_order(entries) if cray else entries):
         check(hints)
         pairs = [f"{k}={quote(v)}" for k, v in hints.items() if not (cray and aggio_only(k))]
         if pairs:

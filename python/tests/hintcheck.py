@@ -19,11 +19,12 @@ def _run(args) -> list[tuple[str, str, str]]:
     return [tuple(line.split("\t", 2)) for line in proc.stdout.splitlines()]
 
 
-def parse_env(spec: str, path: str) -> dict:
-    """key -> canonical value, as aggio reads AGGIO_HINTS=spec for `path`;
+def parse_env(spec: str, path: str, cray: bool = False) -> dict:
+    """key -> canonical value, as aggio reads AGGIO_HINTS=spec (with cray,
+    MPICH_MPIIO_HINTS=spec: the first matching entry only) for `path`;
     every pair must be a known hint with a valid value."""
     out = {}
-    for key, value, status in _run(["env", spec, path]):
+    for key, value, status in _run(["cray" if cray else "env", spec, path]):
         assert status.startswith("ok "), f"{key}={value}: {status}"
         out[key] = status[3:]
     return out
@@ -55,7 +56,7 @@ def parse_fix(kind: str, text: str, path: str) -> dict:
         return parse_file(text)
     m = EXPORT.match(text)
     assert m, f"not an export line: {text!r}"
-    return parse_env(m.group(2), path)
+    return parse_env(m.group(2), path, cray=m.group(1) == "MPICH_MPIIO_HINTS")
 
 
 def check_report_hints(findings) -> dict:

@@ -29,6 +29,24 @@ def test_colon_values_are_quoted_cray_style():
     assert romio[1] == "cb_config_list *:1\nromio_cb_write enable"   # a file needs no quoting
 
 
+@requires_hints_parser
+def test_cray_form_follows_crays_first_match_rule():
+    # An every-file hint and one file's own: AGGIO_HINTS applies both
+    # entries in order; MPICH_MPIIO_HINTS only the first match, so the
+    # file's entry must come first and carry the every-file hint too.
+    entries = [("*", {"romio_cb_write": "enable", "cb_nodes": 8}),
+               ("/lus/run/out.dat", {"cb_nodes": 2})]
+    aggio = hintforms.env_value(entries)
+    cray = hintforms.env_value(entries, cray=True)
+    assert cray.startswith("/lus/run/out.dat:")
+    for path, nodes in (("/lus/run/out.dat", "2"), ("/lus/run/other.dat", "8")):
+        want = {"romio_cb_write": "enable", "cb_nodes": nodes}
+        assert parse_env(aggio, path) == want
+        assert parse_env(cray, path, cray=True) == want
+    # Written the AGGIO_HINTS way, Cray would miss the file's own value.
+    assert parse_env(aggio, "/lus/run/out.dat", cray=True)["cb_nodes"] == "8"
+
+
 def test_cray_form_leaves_out_aggio_hints():
     kinds = dict(hintforms.forms({"aggio_strategy": "two_phase", "cb_nodes": 4}))
     assert "aggio_strategy" in kinds["aggio-hints"] and "aggio_strategy" not in kinds["cray-hints"]
@@ -57,12 +75,17 @@ def test_known_hints_are_the_documented_ones():
 
 
 @requires_hints_parser
-def test_the_issue_string_breaks_and_the_quoted_one_parses():
-    """The defect: `*:1` unquoted cuts the entry; aggio's parser says so."""
+def test_unquoted_and_quoted_cb_config_list_parse_alike():
+    """Cray accepts `cb_config_list=*:1` unquoted, and so does aggio's parser
+    (the field after it continues the value); the tool still writes the
+    quoted form, which every reader takes."""
+    want = {"cb_config_list": "*:1", "romio_cb_write": "enable"}
+    for cray in (False, True):
+        assert parse_env("*:cb_config_list=*:1:romio_cb_write=enable", "/x/f", cray=cray) == want
+        assert parse_env("*:cb_config_list=#*:1#:romio_cb_write=enable", "/x/f", cray=cray) == want
+    # Only cb_config_list continues: a stray field elsewhere is still an error.
     with pytest.raises(AssertionError, match="has no '='"):
-        parse_env("*:cb_config_list=*:1:romio_cb_write=enable", "/x/f")
-    got = parse_env("*:cb_config_list=#*:1#:romio_cb_write=enable", "/x/f")
-    assert got == {"cb_config_list": "*:1", "romio_cb_write": "enable"}
+        parse_env("*:romio_cb_write=enable:1", "/x/f")
 
 
 @requires_hints_parser

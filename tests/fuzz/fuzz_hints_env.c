@@ -1,7 +1,9 @@
 /*
  * fuzz_hints_env.c - libFuzzer target for the AGGIO_HINTS parser (Cray
  * MPICH_MPIIO_HINTS syntax, aggio__hints_parse_env), with every pair it
- * reports applied to a set of hints as open does.
+ * reports applied to a set of hints as open does; then the same text as
+ * MPICH_MPIIO_HINTS (aggio__hints_parse_cray: first matching entry only),
+ * which must find the same syntax errors and report no more pairs.
  *
  * Input: the variable's text, then optionally a newline and the path of the
  * file being opened (patterns are matched against it).  A NUL byte ends the
@@ -55,6 +57,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   FUZZ_ASSERT(rc == 0 || rc == -1);
   FUZZ_ASSERT(fuzz_fits(err, sizeof err));
   FUZZ_ASSERT((rc == 0) == (err[0] == '\0')); /* an error always says why */
+  fuzz_check_hints(&c.hints);
+  int env_pairs = c.pairs;
+  aggio__hints_defaults(&c.hints);
+  c.pairs = 0;
+  char cray_err[256];
+  int cray_rc = aggio__hints_parse_cray(spec, path, on_pair, &c, cray_err, sizeof cray_err);
+  FUZZ_ASSERT(cray_rc == rc && strcmp(cray_err, err) == 0); /* one syntax */
+  FUZZ_ASSERT(c.pairs <= env_pairs);
   fuzz_check_hints(&c.hints);
   free(spec);
   return 0;

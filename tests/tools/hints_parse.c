@@ -6,6 +6,8 @@
  * through this program.  Not installed.
  *
  *   aggio_hints_parse env SPEC PATH   AGGIO_HINTS syntax, for file PATH
+ *   aggio_hints_parse cray SPEC PATH  MPICH_MPIIO_HINTS: the same syntax, the
+ *                                     first matching entry only (Cray's rule)
  *   aggio_hints_parse file FILE       hints file (ROMIO_HINTS syntax)
  *
  * Prints one line per key/value pair the parser reports:
@@ -68,6 +70,8 @@ int main(int argc, char **argv) {
   aggio__hints_defaults(&c.hints);
   if (argc == 4 && strcmp(argv[1], "env") == 0) {
     rc = aggio__hints_parse_env(argv[2], argv[3], print_pair, &c, err, sizeof err);
+  } else if (argc == 4 && strcmp(argv[1], "cray") == 0) {
+    rc = aggio__hints_parse_cray(argv[2], argv[3], print_pair, &c, err, sizeof err);
   } else if (argc == 3 && strcmp(argv[1], "file") == 0) {
     size_t len = 0;
     char *text = read_all(argv[2], &len);
@@ -78,7 +82,7 @@ int main(int argc, char **argv) {
     rc = aggio__hints_parse_file(text, len, print_pair, &c, err, sizeof err);
     free(text);
   } else {
-    fprintf(stderr, "usage: %s env SPEC PATH | file FILE\n", argv[0]);
+    fprintf(stderr, "usage: %s env SPEC PATH | cray SPEC PATH | file FILE\n", argv[0]);
     return 2;
   }
   if (rc) {
