@@ -19,6 +19,7 @@
 #include "flatten.h"
 #include "info.h"
 #include "lustre_lock.h"
+#include "placement.h"
 #include "pool.h"
 #include "request.h"
 
@@ -689,13 +690,26 @@ int aggio_file_set_info(aggio_file fh, MPI_Info info) {
   return aggio__finish(&e);
 }
 
+/* What the placement chose, and why not the topology when it could not. */
+static void placement_info(aggio_file fh, MPI_Info info) {
+  char list[MPI_MAX_INFO_VAL];
+  MPI_Info_set(info, "aggio_placement_selected", fh->placement_used);
+  aggio__format_ranks(fh->aggr, fh->aggr ? fh->naggr : 0, list, sizeof list);
+  if (list[0])
+    MPI_Info_set(info, "aggio_aggregators", list);
+  if (fh->topo_error[0])
+    MPI_Info_set(info, "aggio_topology_error", fh->topo_error);
+}
+
 int aggio_file_get_info(aggio_file fh, MPI_Info *info_used) {
   struct aggio__err e = {0};
   if (!fh || !info_used)
     aggio__fail(&e, fh ? AGGIO_ERR_ARG : AGGIO_ERR_BAD_FILE, "NULL argument");
   else if (aggio__hints_to_info(&fh->hints, info_used) != 0)
     aggio__fail(&e, AGGIO_ERR_MPI, "rank %d: MPI_Info_create failed", fh->rank);
-  else if (fh->strategy_used)
+  else
+    placement_info(fh, *info_used);
+  if (e.code == 0 && fh->strategy_used)
     MPI_Info_set(*info_used, "aggio_strategy_selected", fh->strategy_used);
   return aggio__finish(&e);
 }

@@ -84,6 +84,12 @@ enum aggio__strategy_hint {
     "writes without collective buffering on Lustre: 0 normal, 1 group lock, 2 lock ahead") \
   X(emulate_nodes, "aggio_emulate_nodes", AGGIO_HK_INT, "0", 1,                              \
     "split each node's ranks into N emulated nodes (0: real topology)")                      \
+  X(placement, "aggio_placement", AGGIO_HK_STRING, "auto", 1,                               \
+    "aggregator placement: greedy, shortest, longest, topology, auto")                       \
+  X(topology_file, "aggio_topology_file", AGGIO_HK_STRING, "", 1,                            \
+    "network topology description file (docs/topology.md)")                                  \
+  X(topology_slurm, "aggio_topology_slurm", AGGIO_HK_STRING, "", 1,                          \
+    "Slurm topology.conf path (empty: /etc/slurm/topology.conf if present; none: off)")      \
   X(stats, "aggio_stats", AGGIO_HK_BOOL, "false", 1, "print statistics at close")           \
   X(timers, "aggio_timers", AGGIO_HK_BOOL, "false", 1, "print phase timers at close")       \
   X(placement_display, "aggio_aggregator_placement_display", AGGIO_HK_BOOL, "false", 1,      \

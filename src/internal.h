@@ -116,6 +116,8 @@ struct aggio_file_s {
   int naggr;
   int my_aggr_index;      /* index into aggr, or -1 */
   MPI_Comm node_comm;     /* ranks of this rank's (emulated) node */
+  char placement_used[64];  /* the placement applied (aggio_placement_selected) */
+  char topo_error[256];     /* why a topology or placement was not used, or "" */
 
   /* strategies: the configured one, and the per-file state of each that
    * has run (made collectively at its first operation, see engine.c) */
@@ -216,6 +218,15 @@ const struct aggio__strategy_ops *aggio__strategy_at(int i);
  * node_of_rank, node_names, aggr, naggr, my_aggr_index, node_comm. */
 int aggio__topology(aggio_file fh, struct aggio__err *e);
 void aggio__topology_free(aggio_file fh);
+
+/* ---- aggregator placement (topology_load.c) --------------------------------- */
+
+/* Collective at open, after the aggregators are chosen (ready: this rank
+ * chose them; 0 still takes part in the collectives, and places nothing):
+ * moves them as aggio_placement says, on the topology of
+ * aggio_topology_file or aggio_topology_slurm.  Fills placement_used and
+ * topo_error.  Fails only when out of memory. */
+int aggio__place_aggregators(aggio_file fh, int ready, struct aggio__err *e);
 
 /* ---- helpers shared by the data-access entry points ------------------------ */
 

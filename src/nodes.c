@@ -130,8 +130,10 @@ int aggio__topology(aggio_file fh, struct aggio__err *e) {
                         : name_nodes(fh, keys, e);
   }
   free(keys);
-  if (rc != 0)
+  if (rc != 0) {
+    aggio__place_aggregators(fh, 0, e); /* its collectives, so that no rank waits */
     return rc;
+  }
   /* Cray's rule: an explicit cb_nodes without a cb_config_list means that
    * many aggregators, spread over the nodes, not one per node. */
   const char *config = fh->hints.cb_config_list.str;
@@ -143,12 +145,21 @@ int aggio__topology(aggio_file fh, struct aggio__err *e) {
    * and under the cb_nodes cap (Cray's aggregators per stripe). */
   if (aggio__cb_multiply(config, cb_nodes, (int)fh->hints.cray_cb_nodes_multiplier.num,
                          fh->nprocs, multiplied, sizeof multiplied, &cb_nodes, msg,
-                         sizeof msg) != 0)
+                         sizeof msg) != 0) {
+    aggio__place_aggregators(fh, 0, e); /* its collectives, so that no rank waits */
     return aggio__fail(e, AGGIO_ERR_ARG, "rank %d: %s", fh->rank, msg);
+  }
   if (aggio__select_aggregators(fh->nprocs, fh->node_of_rank, fh->nnodes,
                                 (const char *const *)fh->node_names, multiplied,
-                                cb_nodes, fh->aggr, &fh->naggr, msg, sizeof msg) != 0)
+                                cb_nodes, fh->aggr, &fh->naggr, msg, sizeof msg) != 0) {
+    aggio__place_aggregators(fh, 0, e);
     return aggio__fail(e, AGGIO_ERR_ARG, "rank %d: %s", fh->rank, msg);
+  }
+  /* cb_config_list and cb_nodes say how many aggregators; aggio_placement
+   * may move them (topology_load.c). */
+  int prc = aggio__place_aggregators(fh, 1, e);
+  if (prc != 0)
+    return prc;
   fh->my_aggr_index = -1;
   for (int i = 0; i < fh->naggr; i++)
     if (fh->aggr[i] == fh->rank)

@@ -123,6 +123,7 @@ static void placement_print(struct aggio_file_s *fh, const char *when) {
   fprintf(f, "aggio aggregator placement for file \"%s\" (at %s)\n", fh->path, when);
   fprintf(f, "  ranks: %d\n  nodes: %d\n  aggregators: %d\n", fh->nprocs,
           fh->nnodes, fh->naggr);
+  fprintf(f, "  placement: %s%s%s\n", fh->placement_used, fh->topo_error[0] ? " - " : "", fh->topo_error);
   fprintf(f, "  strategy: %s\n", fh->strategy && fh->strategy->name
                                      ? fh->strategy->name
                                      : fh->hints.strategy.str);

@@ -347,6 +347,7 @@ static void test_rounds(void) {
     CHECK(po && strstr(po, "(at open)"), "no placement block at open");
     CHECK(po && ivalue(po, "aggregators") == k, "placement aggregators");
     CHECK(po && ivalue(po, "nodes") == nprocs, "placement nodes");
+    CHECK(po && strstr(po, "\n  placement: "), "the placement applied (docs/topology.md)");
     char *pc = po ? block(strstr(rn.out, "aggio aggregator placement end\n") + 1,
                           "aggio aggregator placement for file \"",
                           "aggio aggregator placement end\n") : NULL;
