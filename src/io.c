@@ -283,8 +283,11 @@ void aggio__call_claim_shared(struct call *c) {
 
 /* One exclusive prefix sum gives each rank its place and tells the last
  * rank the total and whether any rank's arguments were wrong; the last
- * rank moves the pointer once and broadcasts where it was (two
- * collectives, whatever the number of ranks). */
+ * rank moves the pointer once (not at all after an argument error) and
+ * broadcasts where it was: two collectives, whatever the number of ranks.
+ * A rank with wrong arguments finds them again when its operation is
+ * prepared, and the operation's first reduction agrees that error before
+ * any data moves, so only a failure to move the pointer needs c->pre. */
 void aggio__call_claim_ordered(struct call *c) {
   aggio_file fh = c->fh;
   int64_t mine[2] = {0, 0}, before[2] = {0, 0}, base[2] = {0, 0};
@@ -295,17 +298,16 @@ void aggio__call_claim_ordered(struct call *c) {
   MPI_Exscan(mine, before, 2, MPI_INT64_T, MPI_SUM, fh->comm);
   if (fh->rank == 0) /* MPI_Exscan leaves rank 0's result undefined */
     before[0] = before[1] = 0;
-  if (fh->rank == last && before[1] + mine[1] != 0)
-    base[1] = AGGIO_ERR_ARG;
-  else if (fh->rank == last && aggio__sfp_fetch_add(fh, before[0] + mine[0], &base[0], &own) != 0)
+  if (fh->rank == last && before[1] + mine[1] == 0 &&
+      aggio__sfp_fetch_add(fh, before[0] + mine[0], &base[0], &own) != 0)
     base[1] = own.code;
   MPI_Bcast(base, 2, MPI_INT64_T, last, fh->comm);
   c->offset = base[0] + before[0];
-  if (own.code != 0) /* this rank's own reason, for its message */
+  if (base[1] != 0 && fh->rank == last)
     c->pre = own;
   else if (base[1] != 0)
-    aggio__fail(&c->pre, (int)base[1], "rank %d: the ordered call failed on another "
-                "rank before it began (%s)", fh->rank, aggio_strerror((int)base[1]));
+    aggio__fail(&c->pre, (int)base[1], "rank %d: rank %d could not move the shared file "
+                "pointer (%s)", fh->rank, last, aggio_strerror((int)base[1]));
 }
 
 static int shared_call(aggio_file fh, const void *buf, int count, MPI_Datatype type,
