@@ -242,8 +242,13 @@ static void shared_writes_aggio(aggio_file fh) {
     }
     CHECK(rc == 0, "write_shared %d: %s", s, aggio_error_message());
   }
-  CHECK(aggio_waitall(nreq, req, MPI_STATUSES_IGNORE) == 0, "waitall: %s",
-        aggio_error_message());
+  MPI_Status st[NREC];
+  CHECK(aggio_waitall(nreq, req, st) == 0, "waitall: %s", aggio_error_message());
+  for (int i = 0; i < nreq; i++) {
+    int got = -1;
+    MPI_Get_count(&st[i], MPI_INT, &got);
+    CHECK(got == REC, "iwrite_shared wrote %d ints", got);
+  }
 }
 
 static void shared_writes_mpi(MPI_File fh) {
