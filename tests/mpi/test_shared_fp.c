@@ -22,6 +22,7 @@
  * aggio-test-parts: shm rma
  */
 #include <aggio.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -551,6 +552,59 @@ static void test_type_extent(void) {
   aggio_file_close(&fh);
 }
 
+/* The trace holds the new calls under their own codes (docs/trace-format.md):
+ * read back by rank 0 from the header's records_offset and total_records
+ * (little-endian hosts only, which is what this test runs on). */
+static void test_trace_codes(void) {
+  char p[600], tp[640];
+  path_of(p, sizeof p, "trc");
+  snprintf(tp, sizeof tp, "%s.trace", p);
+  MPI_Info info = part_info();
+  MPI_Info_set(info, "aggio_trace", tp);
+  aggio_file fh = AGGIO_FILE_NULL;
+  int rc = aggio_file_open(MPI_COMM_WORLD, p,
+                           MPI_MODE_CREATE | MPI_MODE_RDWR | MPI_MODE_DELETE_ON_CLOSE, info, &fh);
+  MPI_Info_free(&info);
+  CHECK(rc == 0, "open with a trace: %s", aggio_error_message());
+  if (rc != 0)
+    return;
+  int data[4] = {rank, rank, rank, rank};
+  aggio_request req;
+  aggio_file_write_shared(fh, data, 4, MPI_INT, MPI_STATUS_IGNORE);
+  aggio_file_iwrite_shared(fh, data, 4, MPI_INT, &req);
+  aggio_wait(&req, MPI_STATUS_IGNORE);
+  aggio_file_write_ordered(fh, data, 4, MPI_INT, MPI_STATUS_IGNORE);
+  aggio_file_seek_shared(fh, 0, MPI_SEEK_SET);
+  aggio_file_read_shared(fh, data, 4, MPI_INT, MPI_STATUS_IGNORE);
+  aggio_file_read_ordered(fh, data, 4, MPI_INT, MPI_STATUS_IGNORE);
+  aggio_file_preallocate(fh, 65536);
+  CHECK(aggio_file_close(&fh) == 0, "close with a trace: %s", aggio_error_message());
+  if (rank == 0) {
+    long len;
+    char *t = slurp(tp, &len);
+    int count[64] = {0};
+    if (t && len >= 64) {
+      uint64_t total, off;
+      memcpy(&total, t + 24, 8);
+      memcpy(&off, t + 48, 8);
+      for (uint64_t i = 0; off + 48 * (i + 1) <= (uint64_t)len && i < total; i++) {
+        uint16_t op;
+        memcpy(&op, t + off + 48 * i + 40, 2);
+        count[op < 64 ? op : 0]++;
+      }
+    }
+    /* write_shared 15, read_shared 16, iwrite_shared 17, write_ordered 19,
+     * read_ordered 20, seek_shared 21, preallocate 22, fallocate 38 */
+    CHECK(count[15] == nprocs && count[16] == nprocs && count[17] == nprocs &&
+              count[19] == nprocs && count[20] == nprocs && count[21] == nprocs &&
+              count[22] == nprocs && count[38] == 1,
+          "trace op counts: %d %d %d %d %d %d %d %d", count[15], count[16], count[17],
+          count[19], count[20], count[21], count[22], count[38]);
+    free(t);
+    unlink(tp);
+  }
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -572,6 +626,7 @@ int main(int argc, char **argv) {
     test_sequential();
     test_preallocate();
     test_type_extent();
+    test_trace_codes();
   }
   char last[600];
   path_of(last, sizeof last, "seq");
