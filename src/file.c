@@ -262,10 +262,10 @@ int aggio_file_open(MPI_Comm comm, const char *filename, int amode,
     open_everywhere(fh, &e);
   if (aggio__agree(fh->comm, &e) == 0)
     observability_open(fh, &e);
-  if (aggio__agree(fh->comm, &e) == 0 && aggio__sfp_open(fh, 0, &e) != 0 &&
-      fh->sfp_win != MPI_WIN_NULL)
-    fh->sfp_locked = 0; /* its window stays: see aggio__sfp_close */
+  if (aggio__agree(fh->comm, &e) == 0)
+    aggio__sfp_open(fh, 0, &e);
   if (aggio__agree(fh->comm, &e) != 0) {
+    aggio__sfp_abandon(fh);
     release(fh);
     return aggio__finish(&e);
   }

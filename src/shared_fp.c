@@ -76,6 +76,10 @@ int aggio__sfp_open(aggio_file fh, int64_t start, struct aggio__err *e) {
   }
   if (init_value(fh, start, e) != 0)
     return e->code;
+  int err = aggio__fault(fh->faults, AGGIO_FAULT_WINDOW);
+  if (err) /* for the tests: a failure after the window was made */
+    return aggio__fail(e, aggio__errno_code(err), "rank %d: shared file pointer window: "
+                       "injected failure", fh->rank);
   rc = MPI_Win_lock_all(MPI_MODE_NOCHECK, fh->sfp_win);
   if (rc != MPI_SUCCESS)
     return mpi_fail(fh, rc, "MPI_Win_lock_all", e);
@@ -83,8 +87,6 @@ int aggio__sfp_open(aggio_file fh, int64_t start, struct aggio__err *e) {
   return 0;
 }
 
-/* A window whose creation failed on some rank cannot be freed (MPI_Win_free
- * is collective over ranks some of which have no window): it is left. */
 void aggio__sfp_close(aggio_file fh) {
   if (fh->sfp_win == MPI_WIN_NULL)
     return;
@@ -138,4 +140,11 @@ int aggio__sfp_set(aggio_file fh, int64_t value, struct aggio__err *e) {
     return rma_op(fh, value, &old, MPI_REPLACE, e);
   __atomic_store_n(fh->sfp_ptr, value, __ATOMIC_SEQ_CST);
   return 0;
+}
+
+void aggio__sfp_abandon(aggio_file fh) {
+  int mine = fh->sfp_win != MPI_WIN_NULL, all = 0;
+  MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, fh->comm);
+  if (all)
+    aggio__sfp_close(fh);
 }

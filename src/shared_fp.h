@@ -16,6 +16,10 @@
 int aggio__sfp_open(aggio_file fh, int64_t start, struct aggio__err *e);
 /* Collective at close; nothing when the pointer was never made. */
 void aggio__sfp_close(aggio_file fh);
+/* Collective, on a failed open: frees the window when every rank has one
+ * (a window only some ranks made cannot be freed: MPI_Win_free is
+ * collective over all of them; it is left to MPI_Finalize). */
+void aggio__sfp_abandon(aggio_file fh);
 
 /* Atomically adds `add` (etypes) to the pointer and returns in *old the
  * value before.  Independent: no other rank takes part. */

@@ -526,6 +526,28 @@ static void test_preallocate(void) {
   remove_file(pm);
 }
 
+/* A rank that cannot set up the pointer's window makes the open fail on
+ * every rank (and the window made everywhere is freed: the next open
+ * works). */
+static void test_window_failure(void) {
+  char p[600], spec[64];
+  path_of(p, sizeof p, "winfail");
+  snprintf(spec, sizeof spec, "window@%d#1=ENOMEM", nprocs - 1);
+  setenv("AGGIO_FAULTS", spec, 1);
+  aggio_file fh = AGGIO_FILE_NULL;
+  MPI_Info info = part_info();
+  int rc = aggio_file_open(MPI_COMM_WORLD, p, MPI_MODE_CREATE | MPI_MODE_RDWR, info, &fh);
+  unsetenv("AGGIO_FAULTS");
+  CHECK(rc == AGGIO_ERR_NOMEM && fh == AGGIO_FILE_NULL, "open with a failing window: rc %d",
+        rc);
+  rc = aggio_file_open(MPI_COMM_WORLD, p,
+                       MPI_MODE_CREATE | MPI_MODE_RDWR | MPI_MODE_DELETE_ON_CLOSE, info, &fh);
+  MPI_Info_free(&info);
+  CHECK(rc == 0, "open after the failure: %s", aggio_error_message());
+  if (rc == 0)
+    aggio_file_close(&fh);
+}
+
 static void test_type_extent(void) {
   char p[600];
   path_of(p, sizeof p, "ext");
@@ -627,6 +649,7 @@ int main(int argc, char **argv) {
     test_preallocate();
     test_type_extent();
     test_trace_codes();
+    test_window_failure();
   }
   char last[600];
   path_of(last, sizeof last, "seq");
