@@ -262,13 +262,11 @@ int aggio_file_open(MPI_Comm comm, const char *filename, int amode,
     open_everywhere(fh, &e);
   if (aggio__agree(fh->comm, &e) == 0)
     observability_open(fh, &e);
-  if (aggio__agree(fh->comm, &e) == 0)
-    aggio__sfp_open(fh, 0, &e);
   if (aggio__agree(fh->comm, &e) != 0) {
-    aggio__sfp_abandon(fh);
     release(fh);
     return aggio__finish(&e);
   }
+  aggio__sfp_open(fh); /* collective; without one, only the shared calls fail */
   mark_unhonoured(fh);
   fh->strategy = aggio__strategy_find(fh->hints.strategy.str);
   if (!fh->strategy)
@@ -277,7 +275,7 @@ int aggio_file_open(MPI_Comm comm, const char *filename, int amode,
     MPI_Offset size = 0;
     aggio__file_size(fh, &size, &e);
     fh->fp_ind = size;
-    if (fh->rank == 0 && e.code == 0) /* the agreement orders it before any use */
+    if (fh->rank == 0 && e.code == 0 && aggio__sfp_available(fh)) /* ordered by the agreement */
       aggio__sfp_set(fh, size, &e);
     if (aggio__agree(fh->comm, &e) != 0) {
       aggio__sfp_close(fh);
@@ -529,7 +527,7 @@ int aggio_file_set_view(aggio_file fh, MPI_Offset disp, MPI_Datatype etype,
   fh->fp_ind = 0;
   /* MPI resets both pointers; the agreement keeps every rank from using
    * the shared one before rank 0 has reset it */
-  if (fh->rank == 0)
+  if (fh->rank == 0 && aggio__sfp_available(fh))
     aggio__sfp_set(fh, 0, &e);
   aggio__agree(fh->comm, &e);
   trace_view(fh, t0);

@@ -110,7 +110,8 @@ struct aggio_file_s {
   MPI_Win sfp_win;        /* its window, MPI_WIN_NULL until made */
   int64_t *sfp_ptr;       /* the counter (rank 0's; every rank's when shm) */
   int sfp_shm;            /* one node: moved with atomics in shared memory */
-  int sfp_locked;         /* the lock_all epoch is open */
+  int sfp_locked;         /* the lock_all epoch is open: the pointer works */
+  char sfp_why[200];      /* why there is none (open could not make it) */
 
   /* topology, agreed at open (nodes.c) */
   int nnodes;

@@ -23,6 +23,7 @@
  * Both windows are made collectively at open, so later independent calls
  * need no collective; both are freed at close.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "shared_fp.h"
@@ -35,22 +36,7 @@ static int mpi_fail(aggio_file fh, int rc, const char *what, struct aggio__err *
                      fh->rank, what, text);
 }
 
-/* Rank 0 initialises the counter inside an exclusive epoch on its own
- * window (a store outside any epoch is not portable under MPI's separate
- * memory model); the open's agreement afterwards orders it before any
- * other rank's access. */
-static int init_value(aggio_file fh, int64_t start, struct aggio__err *e) {
-  if (fh->rank != 0)
-    return 0;
-  int rc = MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, fh->sfp_win);
-  if (rc != MPI_SUCCESS)
-    return mpi_fail(fh, rc, "MPI_Win_lock", e);
-  __atomic_store_n(fh->sfp_ptr, start, __ATOMIC_SEQ_CST);
-  rc = MPI_Win_unlock(0, fh->sfp_win);
-  return rc == MPI_SUCCESS ? 0 : mpi_fail(fh, rc, "MPI_Win_unlock", e);
-}
-
-int aggio__sfp_open(aggio_file fh, int64_t start, struct aggio__err *e) {
+static int make(aggio_file fh, int64_t start, struct aggio__err *e) {
   MPI_Aint size = fh->rank == 0 ? (MPI_Aint)sizeof(int64_t) : 0;
   int64_t *base = NULL;
   int rc;
@@ -74,16 +60,19 @@ int aggio__sfp_open(aggio_file fh, int64_t start, struct aggio__err *e) {
     if (rc != MPI_SUCCESS)
       return mpi_fail(fh, rc, "MPI_Win_shared_query", e);
   }
-  if (init_value(fh, start, e) != 0)
-    return e->code;
   int err = aggio__fault(fh->faults, AGGIO_FAULT_WINDOW);
   if (err) /* for the tests: a failure after the window was made */
     return aggio__fail(e, aggio__errno_code(err), "rank %d: shared file pointer window: "
-                       "injected failure", fh->rank);
+                       "injected failure (%s)", fh->rank, strerror(err));
   rc = MPI_Win_lock_all(MPI_MODE_NOCHECK, fh->sfp_win);
   if (rc != MPI_SUCCESS)
     return mpi_fail(fh, rc, "MPI_Win_lock_all", e);
   fh->sfp_locked = 1;
+  /* rank 0 sets the counter with the same atomic operations as every later
+   * access (memory from MPI_Win_allocate starts undefined); the agreement
+   * after make() orders it before any other rank's access */
+  if (fh->rank == 0 && aggio__sfp_set(fh, start, e) != 0)
+    return e->code;
   return 0;
 }
 
@@ -98,11 +87,27 @@ void aggio__sfp_close(aggio_file fh) {
   fh->sfp_ptr = NULL;
 }
 
+void aggio__sfp_open(aggio_file fh) {
+  struct aggio__err e = {0};
+  make(fh, 0, &e);
+  int ok = e.code == 0, all = 0;
+  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, fh->comm);
+  if (all)
+    return;
+  aggio__sfp_abandon(fh);
+  snprintf(fh->sfp_why, sizeof fh->sfp_why, "%.190s",
+           e.code ? e.msg : "another rank could not make its window at open");
+}
+
+int aggio__sfp_available(aggio_file fh) {
+  return fh->sfp_win != MPI_WIN_NULL && fh->sfp_locked;
+}
+
 static int ready(aggio_file fh, struct aggio__err *e) {
-  if (fh->sfp_win != MPI_WIN_NULL && fh->sfp_locked)
+  if (aggio__sfp_available(fh))
     return 0;
-  return aggio__fail(e, AGGIO_ERR_MPI, "rank %d: the file has no shared file pointer",
-                     fh->rank);
+  return aggio__fail(e, AGGIO_ERR_UNSUPPORTED, "rank %d: this file has no shared file "
+                     "pointer (%s)", fh->rank, fh->sfp_why[0] ? fh->sfp_why : "not made");
 }
 
 /* One atomic operation on the counter at rank 0: MPI_SUM adds, MPI_NO_OP
@@ -142,9 +147,15 @@ int aggio__sfp_set(aggio_file fh, int64_t value, struct aggio__err *e) {
   return 0;
 }
 
+/* A window only some ranks made cannot be freed (MPI_Win_free is
+ * collective over all of them): its handle is dropped, the window is left
+ * to MPI_Finalize. */
 void aggio__sfp_abandon(aggio_file fh) {
   int mine = fh->sfp_win != MPI_WIN_NULL, all = 0;
   MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, fh->comm);
   if (all)
     aggio__sfp_close(fh);
+  fh->sfp_win = MPI_WIN_NULL;
+  fh->sfp_locked = 0;
+  fh->sfp_ptr = NULL;
 }

@@ -11,14 +11,17 @@
 
 #include "internal.h"
 
-/* Collective at open (after the topology is known): makes the pointer,
- * set to `start`.  Local failures are recorded in e; the caller agrees. */
-int aggio__sfp_open(aggio_file fh, int64_t start, struct aggio__err *e);
+/* Collective at open (after the topology is known): makes the pointer, at
+ * 0.  It never fails the open: when any rank cannot make its part, no rank
+ * has a pointer (agreed), and the shared-pointer calls return
+ * AGGIO_ERR_UNSUPPORTED saying why, so that a program that never uses them
+ * does not lose its file to an MPI library whose windows do not work. */
+void aggio__sfp_open(aggio_file fh);
+/* 1 when the file has a shared pointer (the same on every rank). */
+int aggio__sfp_available(aggio_file fh);
 /* Collective at close; nothing when the pointer was never made. */
 void aggio__sfp_close(aggio_file fh);
-/* Collective, on a failed open: frees the window when every rank has one
- * (a window only some ranks made cannot be freed: MPI_Win_free is
- * collective over all of them; it is left to MPI_Finalize). */
+/* Collective, on a failed open: frees the window when every rank has one. */
 void aggio__sfp_abandon(aggio_file fh);
 
 /* Atomically adds `add` (etypes) to the pointer and returns in *old the
