@@ -189,6 +189,57 @@ AGGIO_API int aggio_file_read_all_begin(aggio_file fh, void *buf, int count,
                                         MPI_Datatype datatype);
 AGGIO_API int aggio_file_read_all_end(aggio_file fh, void *buf, MPI_Status *status);
 
+/* ---- data access: shared file pointer ----------------------------------- */
+
+/*
+ * One file pointer shared by every rank of the file's communicator, in
+ * etypes of the current view (MPI 3.1 section 13.4.4).  The view must be the
+ * same on every rank for these calls to mean anything (MPI says so too);
+ * aggio_file_set_view sets the shared pointer back to 0.  docs/shared-fp.md
+ * tells how the pointer is kept (shared memory on one node, an RMA window
+ * on rank 0 otherwise) and what it costs.
+ *
+ * write_shared/read_shared: independent; each call takes the next `count`
+ * elements' worth of the pointer atomically, in whatever order ranks come.
+ * The non-blocking forms take the pointer when they start.
+ * write_ordered/read_ordered: collective; the ranks' data lie in rank order
+ * from the shared pointer, which then moves past all of it; collective
+ * buffering applies.  The _begin/_end forms are split collectives (one per
+ * file at a time, as for the other split collectives).
+ */
+AGGIO_API int aggio_file_write_shared(aggio_file fh, const void *buf, int count,
+                                      MPI_Datatype datatype, MPI_Status *status);
+AGGIO_API int aggio_file_read_shared(aggio_file fh, void *buf, int count,
+                                     MPI_Datatype datatype, MPI_Status *status);
+AGGIO_API int aggio_file_iwrite_shared(aggio_file fh, const void *buf, int count,
+                                       MPI_Datatype datatype, aggio_request *request);
+AGGIO_API int aggio_file_iread_shared(aggio_file fh, void *buf, int count,
+                                      MPI_Datatype datatype, aggio_request *request);
+AGGIO_API int aggio_file_write_ordered(aggio_file fh, const void *buf, int count,
+                                       MPI_Datatype datatype, MPI_Status *status);
+AGGIO_API int aggio_file_read_ordered(aggio_file fh, void *buf, int count,
+                                      MPI_Datatype datatype, MPI_Status *status);
+AGGIO_API int aggio_file_write_ordered_begin(aggio_file fh, const void *buf, int count,
+                                             MPI_Datatype datatype);
+AGGIO_API int aggio_file_write_ordered_end(aggio_file fh, const void *buf,
+                                           MPI_Status *status);
+AGGIO_API int aggio_file_read_ordered_begin(aggio_file fh, void *buf, int count,
+                                            MPI_Datatype datatype);
+AGGIO_API int aggio_file_read_ordered_end(aggio_file fh, void *buf, MPI_Status *status);
+/* Collective: every rank passes the same offset and whence (in etypes of
+ * the view; MPI_SEEK_SET, MPI_SEEK_CUR, MPI_SEEK_END). */
+AGGIO_API int aggio_file_seek_shared(aggio_file fh, MPI_Offset offset, int whence);
+/* The shared pointer, in etypes of the view. */
+AGGIO_API int aggio_file_get_position_shared(aggio_file fh, MPI_Offset *offset);
+
+/* Collective; size must be the same on all ranks.  Reserves storage for the
+ * first size bytes (posix_fallocate where the file system can; otherwise
+ * the file is only extended to size).  Never shrinks the file. */
+AGGIO_API int aggio_file_preallocate(aggio_file fh, MPI_Offset size);
+/* Extent of datatype in the file: the native representation's extent. */
+AGGIO_API int aggio_file_get_type_extent(aggio_file fh, MPI_Datatype datatype,
+                                         MPI_Aint *extent);
+
 /* ---- hints ---------------------------------------------------------------- */
 
 /* Collective. */

@@ -22,6 +22,7 @@
 #include "placement.h"
 #include "pool.h"
 #include "request.h"
+#include "shared_fp.h"
 
 /* ---- access modes --------------------------------------------------------- */
 
@@ -37,9 +38,6 @@ static int check_amode(int amode, struct aggio__err *e) {
   if ((amode & MPI_MODE_RDWR) && (amode & MPI_MODE_SEQUENTIAL))
     return aggio__fail(e, AGGIO_ERR_AMODE, "MPI_MODE_SEQUENTIAL cannot be "
                        "combined with MPI_MODE_RDWR");
-  if (amode & MPI_MODE_SEQUENTIAL)
-    return aggio__fail(e, AGGIO_ERR_UNSUPPORTED, "MPI_MODE_SEQUENTIAL is not "
-                       "supported (shared file pointers are not implemented)");
   return 0;
 }
 
@@ -226,6 +224,7 @@ static aggio_file new_handle(MPI_Comm comm, const char *filename, int amode,
   fh->node_comm = MPI_COMM_NULL;
   fh->summary_type = MPI_DATATYPE_NULL;
   fh->summary_op = MPI_OP_NULL;
+  fh->sfp_win = MPI_WIN_NULL;
   fh->store = &aggio__storage_posix;
   pthread_mutex_init(&fh->trace_lock, NULL);
   fh->amode = amode;
@@ -295,15 +294,19 @@ int aggio_file_open(MPI_Comm comm, const char *filename, int amode,
     release(fh);
     return aggio__finish(&e);
   }
+  aggio__sfp_open(fh); /* collective; without one, only the shared calls fail */
   mark_unhonoured(fh);
   fh->strategy = aggio__strategy_find(fh->hints.strategy.str);
   if (!fh->strategy)
     fh->strategy = &aggio__strategy_auto;
-  if (amode & MPI_MODE_APPEND) { /* the pointer starts at the end, on every rank */
+  if (amode & MPI_MODE_APPEND) { /* the pointers start at the end, on every rank */
     MPI_Offset size = 0;
     aggio__file_size(fh, &size, &e);
     fh->fp_ind = size;
+    if (fh->rank == 0 && e.code == 0 && aggio__sfp_available(fh)) /* ordered by the agreement */
+      aggio__sfp_set(fh, size, &e);
     if (aggio__agree(fh->comm, &e) != 0) {
+      aggio__sfp_close(fh);
       strategies_fini(fh);
       release(fh);
       return aggio__finish(&e);
@@ -339,6 +342,7 @@ int aggio_file_close(aggio_file *fhp) {
   aggio__pool_free(fh->pool);
   fh->pool = NULL;
   fh->store->close(fh, &e);
+  aggio__sfp_close(fh); /* collective: every rank is done with the pointer */
   MPI_Barrier(fh->comm); /* every rank closed before any unlink */
   if ((fh->amode & MPI_MODE_DELETE_ON_CLOSE) && fh->rank == 0 &&
       unlink(fh->path) != 0)
@@ -450,6 +454,22 @@ static int check_view(aggio_file fh, MPI_Offset disp, MPI_Datatype etype,
   return rc;
 }
 
+/* MPI_DISPLACEMENT_CURRENT (files opened MPI_MODE_SEQUENTIAL only, MPI 3.1
+ * section 13.3): the view starts at the shared pointer's byte position, the
+ * same on every rank. */
+static int view_disp(aggio_file fh, MPI_Offset *disp, struct aggio__err *e) {
+  if (*disp != MPI_DISPLACEMENT_CURRENT)
+    return 0;
+  if (!(fh->amode & MPI_MODE_SEQUENTIAL))
+    return aggio__fail(e, AGGIO_ERR_OFFSET, "rank %d: MPI_DISPLACEMENT_CURRENT needs a file "
+                       "opened MPI_MODE_SEQUENTIAL", fh->rank);
+  int64_t pos = 0;
+  if (aggio__sfp_get(fh, &pos, e) != 0)
+    return e->code;
+  int rc = aggio__view_byte_offset(fh, pos, disp, e);
+  return rc;
+}
+
 static MPI_Datatype keep_type(MPI_Datatype t) {
   MPI_Datatype d = t;
   if (!is_named(t))
@@ -517,9 +537,13 @@ int aggio_file_set_view(aggio_file fh, MPI_Offset disp, MPI_Datatype etype,
   int64_t esize = 0;
   double t0 = fh->trace ? aggio__now() : 0.0;
   aggio__requests_settle(fh); /* outstanding operations keep the view they began with */
-  check_view(fh, disp, etype, filetype, datarep, &ft, &esize, &e);
-  if (aggio__agree(fh->comm, &e) != 0 || apply_info(fh, info, &e) != 0 ||
-      aggio__agree(fh->comm, &e) != 0) {
+  if (view_disp(fh, &disp, &e) == 0)
+    check_view(fh, disp, etype, filetype, datarep, &ft, &esize, &e);
+  /* apply_info may fail on some ranks only (a topology rebuild): the
+   * second agreement runs on every rank whatever apply_info returned */
+  if (aggio__agree(fh->comm, &e) == 0)
+    apply_info(fh, info, &e);
+  if (aggio__agree(fh->comm, &e) != 0) {
     if (ft)
       aggio__flat_release(ft);
     return aggio__finish(&e);
@@ -532,8 +556,13 @@ int aggio_file_set_view(aggio_file fh, MPI_Offset disp, MPI_Datatype etype,
   fh->view.ft = ft;
   drop_view(&old);
   fh->fp_ind = 0;
+  /* MPI resets both pointers; the agreement keeps every rank from using
+   * the shared one before rank 0 has reset it */
+  if (fh->rank == 0 && aggio__sfp_available(fh))
+    aggio__sfp_set(fh, 0, &e);
+  aggio__agree(fh->comm, &e);
   trace_view(fh, t0);
-  return AGGIO_SUCCESS;
+  return aggio__finish(&e);
 }
 
 int aggio_file_get_view(aggio_file fh, MPI_Offset *disp, MPI_Datatype *etype,
@@ -602,6 +631,9 @@ int aggio_file_set_size(aggio_file fh, MPI_Offset size) {
                 (long long)size);
   else if (fh->amode & MPI_MODE_RDONLY)
     aggio__fail(&e, AGGIO_ERR_READ_ONLY, "rank %d: file is read-only", fh->rank);
+  else if (fh->amode & MPI_MODE_SEQUENTIAL)
+    aggio__fail(&e, AGGIO_ERR_UNSUPPORTED, "rank %d: set_size on a file opened "
+                "MPI_MODE_SEQUENTIAL (MPI forbids it)", fh->rank);
   check_same(fh, size, "size", &e);
   /* held data reaches the file first, so that the truncation cuts it too */
   if (aggio__agree(fh->comm, &e) == 0 && aggio__flush_all(fh, &e) == 0 && fh->rank == 0)
@@ -611,6 +643,59 @@ int aggio_file_set_size(aggio_file fh, MPI_Offset size) {
     aggio__trace_record_locked(fh, AGGIO_OP_SET_SIZE, size, 0, 0, t0, aggio__now(), 2);
   if (fh->stats)
     aggio__phase_add(fh->stats, AGGIO_P_SYNC, aggio__now() - t0);
+  return aggio__finish(&e);
+}
+
+/* Rank 0 reserves the storage (the back end's preallocate, or, for a back
+ * end without one, a truncate that only ever extends). */
+static int preallocate_root(aggio_file fh, int64_t size, struct aggio__err *e) {
+  if (fh->store->preallocate)
+    return fh->store->preallocate(fh, size, e);
+  int64_t now = 0;
+  if (fh->store->size(fh, &now, e) != 0 || now >= size)
+    return e->code;
+  return fh->store->truncate(fh, size, e);
+}
+
+int aggio_file_preallocate(aggio_file fh, MPI_Offset size) {
+  struct aggio__err e = {0};
+  if (!fh) {
+    aggio__fail(&e, AGGIO_ERR_BAD_FILE, "fh is NULL");
+    return aggio__finish(&e);
+  }
+  double t0 = (fh->trace || fh->stats) ? aggio__now() : 0.0;
+  aggio__requests_settle(fh);
+  if (size < 0)
+    aggio__fail(&e, AGGIO_ERR_OFFSET, "rank %d: negative size %lld", fh->rank,
+                (long long)size);
+  else if (fh->amode & MPI_MODE_RDONLY)
+    aggio__fail(&e, AGGIO_ERR_READ_ONLY, "rank %d: file is read-only", fh->rank);
+  else if (fh->amode & MPI_MODE_SEQUENTIAL)
+    aggio__fail(&e, AGGIO_ERR_UNSUPPORTED, "rank %d: preallocate on a file opened "
+                "MPI_MODE_SEQUENTIAL (MPI forbids it)", fh->rank);
+  check_same(fh, size, "size", &e);
+  if (aggio__agree(fh->comm, &e) == 0 && fh->rank == 0)
+    preallocate_root(fh, size, &e);
+  aggio__agree(fh->comm, &e);
+  if (fh->trace)
+    aggio__trace_record_locked(fh, AGGIO_OP_PREALLOCATE, size, 0, 0, t0, aggio__now(), 2);
+  if (fh->stats)
+    aggio__phase_add(fh->stats, AGGIO_P_SYNC, aggio__now() - t0);
+  return aggio__finish(&e);
+}
+
+/* The native representation: a datatype's extent in the file is its
+ * extent in memory. */
+int aggio_file_get_type_extent(aggio_file fh, MPI_Datatype datatype, MPI_Aint *extent) {
+  struct aggio__err e = {0};
+  MPI_Aint lb = 0;
+  if (!fh)
+    aggio__fail(&e, AGGIO_ERR_BAD_FILE, "fh is NULL");
+  else if (!extent)
+    aggio__fail(&e, AGGIO_ERR_ARG, "rank %d: extent is NULL", fh->rank);
+  else if (datatype == MPI_DATATYPE_NULL ||
+           MPI_Type_get_extent(datatype, &lb, extent) != MPI_SUCCESS)
+    aggio__fail(&e, AGGIO_ERR_TYPE, "rank %d: invalid datatype", fh->rank);
   return aggio__finish(&e);
 }
 

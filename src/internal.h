@@ -107,6 +107,12 @@ struct aggio_file_s {
   struct aggio__hints hints;
   struct aggio__view view;
   MPI_Offset fp_ind;      /* individual file pointer, in etypes */
+  /* the shared file pointer (shared_fp.c), in etypes of the view */
+  MPI_Win sfp_win;        /* its window, MPI_WIN_NULL until made */
+  int64_t *sfp_ptr;       /* the counter (rank 0's; every rank's when shm) */
+  int sfp_shm;            /* one node: moved with atomics in shared memory */
+  int sfp_locked;         /* the lock_all epoch is open: the pointer works */
+  char sfp_why[200];      /* why there is none (open could not make it) */
 
   /* topology, agreed at open (nodes.c) */
   int nnodes;
@@ -233,6 +239,11 @@ int aggio__place_aggregators(aggio_file fh, int ready, struct aggio__err *e);
 /* Current file size as this rank must see it: the file's, or further when
  * this node still holds written data (write-behind). */
 int aggio__file_size(aggio_file fh, MPI_Offset *size, struct aggio__err *e);
+
+/* Byte displacement in the file of a view offset (in etypes): the heart of
+ * aggio_file_get_byte_offset (io.c). */
+int aggio__view_byte_offset(aggio_file fh, MPI_Offset offset, MPI_Offset *disp,
+                            struct aggio__err *e);
 
 /* Aligned allocation for aggregator buffers (free with free()). */
 void *aggio__alloc_aligned(int64_t len, int64_t align);

@@ -13,9 +13,16 @@
 #include "call.h"
 #include "flatten.h"
 #include "request.h"
+#include "shared_fp.h"
 
 
 int aggio__call_trace_op(const struct call *c, int nonblocking) {
+  if (c->kind == AGGIO_CALL_ORDERED) /* the split forms too */
+    return c->is_write ? AGGIO_OP_WRITE_ORDERED : AGGIO_OP_READ_ORDERED;
+  if (c->kind == AGGIO_CALL_SHARED && nonblocking)
+    return c->is_write ? AGGIO_OP_IWRITE_SHARED : AGGIO_OP_IREAD_SHARED;
+  if (c->kind == AGGIO_CALL_SHARED)
+    return c->is_write ? AGGIO_OP_WRITE_SHARED : AGGIO_OP_READ_SHARED;
   if (nonblocking && c->collective)
     return c->is_write ? AGGIO_OP_IWRITE_AT_ALL : AGGIO_OP_IREAD_AT_ALL;
   if (nonblocking)
@@ -38,6 +45,12 @@ static int check_mode(const struct call *c, struct aggio__err *e) {
   if (!c->is_write && (fh->amode & MPI_MODE_WRONLY))
     return aggio__fail(e, AGGIO_ERR_READ_ONLY, "rank %d: read from a file opened "
                        "MPI_MODE_WRONLY", fh->rank);
+  /* MPI 3.1 section 13.2.1: a sequential file is accessed through the
+   * shared pointer only */
+  if (c->kind == AGGIO_CALL_PLAIN && (fh->amode & MPI_MODE_SEQUENTIAL))
+    return aggio__fail(e, AGGIO_ERR_UNSUPPORTED, "rank %d: explicit-offset and "
+                       "individual-pointer calls on a file opened MPI_MODE_SEQUENTIAL "
+                       "(only shared-pointer calls are allowed)", fh->rank);
   if (!c->collective && !fh->opened)
     return aggio__fail(e, AGGIO_ERR_UNSUPPORTED, "rank %d: independent I/O after "
                        "romio_no_indep_rw=true", fh->rank);
@@ -151,6 +164,8 @@ void aggio__call_begin(struct call *c, struct aggio__op *op, int blocking) {
   if (c->use_fp)
     c->offset = fh->fp_ind;
   prepare(c, &op->acc, &op->err);
+  if (c->pre.code != 0 && op->err.code == 0)
+    op->err = c->pre;
   c->type_size = c->mem ? c->mem->size : 0;
   /* MPI: a non-blocking call moves the pointer past the whole request at
    * once, so that the next call may start before this one completes. */
@@ -239,6 +254,103 @@ int aggio_file_read_all(aggio_file fh, void *buf, int count,
   return call(fh, 0, buf, count, datatype, status, 0, 1, 1);
 }
 
+/* ---- shared file pointer ---------------------------------------------------- */
+
+int aggio__call_etypes(const struct call *c, int64_t *n, struct aggio__err *e) {
+  aggio_file fh = c->fh;
+  MPI_Count size = 0;
+  if (check_mode(c, e) != 0)
+    return e->code;
+  if (c->type == MPI_DATATYPE_NULL || MPI_Type_size_x(c->type, &size) != MPI_SUCCESS)
+    return aggio__fail(e, AGGIO_ERR_TYPE, "rank %d: invalid datatype", fh->rank);
+  if (size > 0 && c->count > INT64_MAX / size)
+    return aggio__fail(e, AGGIO_ERR_OVERFLOW, "rank %d: count %d x size %lld overflows",
+                       fh->rank, c->count, (long long)size);
+  int64_t bytes = (int64_t)size * c->count;
+  if (bytes % fh->view.etype_size != 0)
+    return aggio__fail(e, AGGIO_ERR_TYPE, "rank %d: datatype size %lld is not a multiple "
+                       "of the etype size %lld", fh->rank, (long long)size,
+                       (long long)fh->view.etype_size);
+  *n = bytes / fh->view.etype_size;
+  return 0;
+}
+
+void aggio__call_claim_shared(struct call *c) {
+  int64_t n = 0, pos = 0;
+  if (aggio__call_etypes(c, &n, &c->pre) == 0 && aggio__sfp_fetch_add(c->fh, n, &pos, &c->pre) == 0)
+    c->offset = pos;
+}
+
+/* One exclusive prefix sum gives each rank its place and tells the last
+ * rank the total and whether any rank's arguments were wrong; the last
+ * rank moves the pointer once (not at all after an argument error) and
+ * broadcasts where it was: two collectives, whatever the number of ranks.
+ * A rank with wrong arguments finds them again when its operation is
+ * prepared, and the operation's first reduction agrees that error before
+ * any data moves, so only a failure to move the pointer needs c->pre. */
+void aggio__call_claim_ordered(struct call *c) {
+  aggio_file fh = c->fh;
+  int64_t mine[2] = {0, 0}, before[2] = {0, 0}, base[2] = {0, 0};
+  struct aggio__err own = {0};
+  int last = fh->nprocs - 1;
+  if (aggio__call_etypes(c, &mine[0], &own) != 0)
+    mine[0] = 0, mine[1] = 1;
+  MPI_Exscan(mine, before, 2, MPI_INT64_T, MPI_SUM, fh->comm);
+  if (fh->rank == 0) /* MPI_Exscan leaves rank 0's result undefined */
+    before[0] = before[1] = 0;
+  if (fh->rank == last && before[1] + mine[1] == 0 &&
+      aggio__sfp_fetch_add(fh, before[0] + mine[0], &base[0], &own) != 0)
+    base[1] = own.code;
+  MPI_Bcast(base, 2, MPI_INT64_T, last, fh->comm);
+  c->offset = base[0] + before[0];
+  if (base[1] != 0 && fh->rank == last)
+    c->pre = own;
+  else if (base[1] != 0)
+    aggio__fail(&c->pre, (int)base[1], "rank %d: rank %d could not move the shared file "
+                "pointer (%s)", fh->rank, last, aggio_strerror((int)base[1]));
+}
+
+static int shared_call(aggio_file fh, const void *buf, int count, MPI_Datatype type,
+                       MPI_Status *status, int is_write) {
+  struct call c = {.fh = fh, .buf = (void *)buf, .count = count, .type = type,
+                   .status = status, .is_write = is_write, .kind = AGGIO_CALL_SHARED};
+  if (fh)
+    aggio__call_claim_shared(&c);
+  return run_call(&c);
+}
+
+static int ordered_call(aggio_file fh, const void *buf, int count, MPI_Datatype type,
+                        MPI_Status *status, int is_write) {
+  struct call c = {.fh = fh, .buf = (void *)buf, .count = count, .type = type,
+                   .status = status, .is_write = is_write, .collective = 1,
+                   .kind = AGGIO_CALL_ORDERED};
+  if (fh) {
+    aggio__requests_settle(fh); /* blocking collectives below */
+    aggio__call_claim_ordered(&c);
+  }
+  return run_call(&c);
+}
+
+int aggio_file_write_shared(aggio_file fh, const void *buf, int count,
+                            MPI_Datatype datatype, MPI_Status *status) {
+  return shared_call(fh, buf, count, datatype, status, 1);
+}
+
+int aggio_file_read_shared(aggio_file fh, void *buf, int count, MPI_Datatype datatype,
+                           MPI_Status *status) {
+  return shared_call(fh, buf, count, datatype, status, 0);
+}
+
+int aggio_file_write_ordered(aggio_file fh, const void *buf, int count,
+                             MPI_Datatype datatype, MPI_Status *status) {
+  return ordered_call(fh, buf, count, datatype, status, 1);
+}
+
+int aggio_file_read_ordered(aggio_file fh, void *buf, int count, MPI_Datatype datatype,
+                            MPI_Status *status) {
+  return ordered_call(fh, buf, count, datatype, status, 0);
+}
+
 /* ---- file pointer --------------------------------------------------------- */
 
 /* Offset in etypes of the first view byte at or after file byte `eof`. */
@@ -260,6 +372,13 @@ static MPI_Offset view_offset_at(aggio_file fh, int64_t eof) {
   return (bytes + fh->view.etype_size - 1) / fh->view.etype_size;
 }
 
+static int refuse_sequential(aggio_file fh, const char *what, struct aggio__err *e) {
+  if (!(fh->amode & MPI_MODE_SEQUENTIAL))
+    return 0;
+  return aggio__fail(e, AGGIO_ERR_UNSUPPORTED, "rank %d: %s on a file opened "
+                     "MPI_MODE_SEQUENTIAL (MPI forbids it)", fh->rank, what);
+}
+
 int aggio_file_seek(aggio_file fh, MPI_Offset offset, int whence) {
   struct aggio__err e = {0};
   MPI_Offset base = 0, size = 0;
@@ -267,6 +386,8 @@ int aggio_file_seek(aggio_file fh, MPI_Offset offset, int whence) {
     aggio__fail(&e, AGGIO_ERR_BAD_FILE, "fh is NULL");
     return aggio__finish(&e);
   }
+  if (refuse_sequential(fh, "seek", &e) != 0)
+    return aggio__finish(&e);
   if (whence == MPI_SEEK_CUR)
     base = fh->fp_ind;
   else if (whence == MPI_SEEK_END && aggio__file_size(fh, &size, &e) == 0)
@@ -284,17 +405,87 @@ int aggio_file_get_position(aggio_file fh, MPI_Offset *offset) {
   struct aggio__err e = {0};
   if (!fh || !offset)
     aggio__fail(&e, fh ? AGGIO_ERR_ARG : AGGIO_ERR_BAD_FILE, "NULL argument");
-  else
+  else if (refuse_sequential(fh, "get_position", &e) == 0)
     *offset = fh->fp_ind;
+  return aggio__finish(&e);
+}
+
+/* seek_shared's arguments, and each rank's end of file for MPI_SEEK_END
+ * (what a rank's node still holds counts), in one reduction: MIN of each
+ * value and of its negation tells whether all ranks agree, and MIN of the
+ * error code tells whether any failed. */
+enum { SK_OFF, SK_NOFF, SK_WHENCE, SK_NWHENCE, SK_NSIZE, SK_ERR, SK_N };
+
+static void seek_shared_root(aggio_file fh, MPI_Offset offset, int whence,
+                             const int64_t *all, int64_t *pos, struct aggio__err *e) {
+  int64_t base = 0;
+  if (whence == MPI_SEEK_CUR && aggio__sfp_get(fh, &base, e) != 0)
+    return;
+  if (whence == MPI_SEEK_END)
+    base = view_offset_at(fh, -all[SK_NSIZE]);
+  if (offset > 0 && base > INT64_MAX - offset)
+    aggio__fail(e, AGGIO_ERR_OVERFLOW, "rank 0: seek_shared overflows");
+  else if (base + offset < 0)
+    aggio__fail(e, AGGIO_ERR_OFFSET, "rank 0: seek_shared to a negative offset");
+  else if (aggio__sfp_set(fh, base + offset, e) == 0)
+    *pos = base + offset;
+}
+
+int aggio_file_seek_shared(aggio_file fh, MPI_Offset offset, int whence) {
+  struct aggio__err e = {0};
+  MPI_Offset size = 0;
+  int64_t pos = -1;
+  if (!fh) {
+    aggio__fail(&e, AGGIO_ERR_BAD_FILE, "fh is NULL");
+    return aggio__finish(&e);
+  }
+  double t0 = fh->trace ? aggio__now() : 0.0;
+  aggio__requests_settle(fh);
+  if (refuse_sequential(fh, "seek_shared", &e) == 0 && whence != MPI_SEEK_SET &&
+      whence != MPI_SEEK_CUR && whence != MPI_SEEK_END)
+    aggio__fail(&e, AGGIO_ERR_ARG, "rank %d: bad whence %d", fh->rank, whence);
+  if (e.code == 0 && whence == MPI_SEEK_END)
+    aggio__file_size(fh, &size, &e);
+  int64_t mine[SK_N] = {offset, -offset, whence, -whence, -size, e.code}, all[SK_N];
+  /* every rank's previous shared accesses are done once this returns */
+  MPI_Allreduce(mine, all, SK_N, MPI_INT64_T, MPI_MIN, fh->comm);
+  if (e.code == 0 && all[SK_ERR] == 0 &&
+      (all[SK_OFF] != -all[SK_NOFF] || all[SK_WHENCE] != -all[SK_NWHENCE]))
+    aggio__fail(&e, AGGIO_ERR_NOT_SAME, "rank %d: seek_shared's offset or whence differs "
+                "between ranks", fh->rank);
+  if (e.code == 0 && all[SK_ERR] == 0 && fh->rank == 0)
+    seek_shared_root(fh, offset, whence, all, &pos, &e);
+  aggio__agree(fh->comm, &e); /* and no rank moves on before rank 0 has set it */
+  if (fh->trace)
+    aggio__trace_record_locked(fh, AGGIO_OP_SEEK_SHARED, pos, 0, 0, t0, aggio__now(),
+                               AGGIO_TRACE_FLAG_COLLECTIVE);
+  return aggio__finish(&e);
+}
+
+int aggio_file_get_position_shared(aggio_file fh, MPI_Offset *offset) {
+  struct aggio__err e = {0};
+  int64_t v = 0;
+  if (!fh || !offset)
+    aggio__fail(&e, fh ? AGGIO_ERR_ARG : AGGIO_ERR_BAD_FILE, "NULL argument");
+  else if (aggio__sfp_get(fh, &v, &e) == 0)
+    *offset = v;
   return aggio__finish(&e);
 }
 
 int aggio_file_get_byte_offset(aggio_file fh, MPI_Offset offset, MPI_Offset *disp) {
   struct aggio__err e = {0};
-  struct aggio__extents x = {0};
   if (!fh || !disp)
     aggio__fail(&e, fh ? AGGIO_ERR_ARG : AGGIO_ERR_BAD_FILE, "NULL argument");
-  else if (offset < 0)
+  else if (refuse_sequential(fh, "get_byte_offset", &e) == 0)
+    aggio__view_byte_offset(fh, offset, disp, &e);
+  return aggio__finish(&e);
+}
+
+int aggio__view_byte_offset(aggio_file fh, MPI_Offset offset, MPI_Offset *disp,
+                            struct aggio__err *e0) {
+  struct aggio__err e = {0};
+  struct aggio__extents x = {0};
+  if (offset < 0)
     aggio__fail(&e, AGGIO_ERR_OFFSET, "rank %d: negative offset", fh->rank);
   else if (offset > INT64_MAX / fh->view.etype_size ||
            !view_fits(fh, offset * fh->view.etype_size, 1))
@@ -310,5 +501,7 @@ int aggio_file_get_byte_offset(aggio_file fh, MPI_Offset offset, MPI_Offset *dis
       *disp = x.v[0].off;
   }
   aggio__extents_free(&x);
-  return aggio__finish(&e);
+  if (e.code != 0 && e0->code == 0)
+    *e0 = e;
+  return e.code;
 }

@@ -532,6 +532,28 @@ int aggio_file_iread_all(aggio_file fh, void *buf, int count, MPI_Datatype datat
   return istart(fh, 0, buf, count, datatype, request, 0, 1, 1);
 }
 
+/* The pointer moves when the call starts, by the whole request (MPI: the
+ * next shared access may start before this one completes); a failure to
+ * move it is the request's outcome. */
+static int istart_shared(aggio_file fh, const void *buf, int count, MPI_Datatype type,
+                         aggio_request *request, int is_write) {
+  struct call c = {.fh = fh, .buf = (void *)buf, .count = count, .type = type,
+                   .is_write = is_write, .kind = AGGIO_CALL_SHARED};
+  if (fh && request)
+    aggio__call_claim_shared(&c);
+  return start(&c, request, 0);
+}
+
+int aggio_file_iwrite_shared(aggio_file fh, const void *buf, int count,
+                             MPI_Datatype datatype, aggio_request *request) {
+  return istart_shared(fh, buf, count, datatype, request, 1);
+}
+
+int aggio_file_iread_shared(aggio_file fh, void *buf, int count, MPI_Datatype datatype,
+                            aggio_request *request) {
+  return istart_shared(fh, buf, count, datatype, request, 0);
+}
+
 /* ---- completion ------------------------------------------------------------------------ */
 
 static void empty_status(MPI_Status *status) {
@@ -705,8 +727,11 @@ int aggio_waitany(int count, aggio_request requests[], int *index, MPI_Status *s
 
 /* ---- split collectives ------------------------------------------------------------------- */
 
-static int begin(aggio_file fh, MPI_Offset offset, const void *buf, int count,
-                 MPI_Datatype type, int is_write, int use_fp) {
+/* kind: enum aggio__call_kind.  An ordered begin places every rank's data
+ * first (blocking collectives, after the file's earlier operations), then
+ * starts the collective access like the other split collectives. */
+static int begin_kind(aggio_file fh, MPI_Offset offset, const void *buf, int count,
+                      MPI_Datatype type, int is_write, int use_fp, int kind) {
   struct aggio__err e = {0};
   if (fh && fh->split) {
     aggio__fail(&e, AGGIO_ERR_REQUEST, "rank %d: a split collective is already active on "
@@ -714,16 +739,27 @@ static int begin(aggio_file fh, MPI_Offset offset, const void *buf, int count,
     return aggio__finish(&e);
   }
   struct call c = {.fh = fh, .offset = offset, .buf = (void *)buf, .count = count,
-                   .type = type, .is_write = is_write, .collective = 1, .use_fp = use_fp};
+                   .type = type, .is_write = is_write, .collective = 1, .use_fp = use_fp,
+                   .kind = kind};
+  if (fh && kind == AGGIO_CALL_ORDERED) {
+    aggio__requests_settle(fh);
+    aggio__call_claim_ordered(&c);
+  }
   return start(&c, NULL, 1);
 }
 
-static int end(aggio_file fh, const void *buf, MPI_Status *status, int is_write, int use_fp) {
+static int begin(aggio_file fh, MPI_Offset offset, const void *buf, int count,
+                 MPI_Datatype type, int is_write, int use_fp) {
+  return begin_kind(fh, offset, buf, count, type, is_write, use_fp, AGGIO_CALL_PLAIN);
+}
+
+static int end_kind(aggio_file fh, const void *buf, MPI_Status *status, int is_write,
+                    int use_fp, int kind) {
   struct aggio__err e = {0};
   struct aggio_request_s *r = fh ? fh->split : NULL;
   if (!fh)
     aggio__fail(&e, AGGIO_ERR_BAD_FILE, "fh is NULL");
-  else if (!r || r->c.is_write != is_write || r->c.use_fp != use_fp)
+  else if (!r || r->c.is_write != is_write || r->c.use_fp != use_fp || r->c.kind != kind)
     aggio__fail(&e, AGGIO_ERR_REQUEST, "rank %d: no matching split collective was begun "
                 "on this file", fh->rank);
   else if (r->c.buf != buf)
@@ -734,6 +770,10 @@ static int end(aggio_file fh, const void *buf, MPI_Status *status, int is_write,
   fh->split = NULL;
   aggio_request req = r;
   return aggio_wait(&req, status);
+}
+
+static int end(aggio_file fh, const void *buf, MPI_Status *status, int is_write, int use_fp) {
+  return end_kind(fh, buf, status, is_write, use_fp, AGGIO_CALL_PLAIN);
 }
 
 int aggio_file_write_at_all_begin(aggio_file fh, MPI_Offset offset, const void *buf,
@@ -769,4 +809,21 @@ int aggio_file_read_all_begin(aggio_file fh, void *buf, int count, MPI_Datatype 
 
 int aggio_file_read_all_end(aggio_file fh, void *buf, MPI_Status *status) {
   return end(fh, buf, status, 0, 1);
+}
+
+int aggio_file_write_ordered_begin(aggio_file fh, const void *buf, int count,
+                                   MPI_Datatype datatype) {
+  return begin_kind(fh, 0, buf, count, datatype, 1, 0, AGGIO_CALL_ORDERED);
+}
+
+int aggio_file_write_ordered_end(aggio_file fh, const void *buf, MPI_Status *status) {
+  return end_kind(fh, buf, status, 1, 0, AGGIO_CALL_ORDERED);
+}
+
+int aggio_file_read_ordered_begin(aggio_file fh, void *buf, int count, MPI_Datatype datatype) {
+  return begin_kind(fh, 0, buf, count, datatype, 0, 0, AGGIO_CALL_ORDERED);
+}
+
+int aggio_file_read_ordered_end(aggio_file fh, void *buf, MPI_Status *status) {
+  return end_kind(fh, buf, status, 0, 0, AGGIO_CALL_ORDERED);
 }

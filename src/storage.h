@@ -53,6 +53,10 @@ struct aggio__storage_ops {
   int (*sync)(struct aggio_file_s *fh, struct aggio__err *e);
   int (*size)(struct aggio_file_s *fh, int64_t *size, struct aggio__err *e);
   int (*truncate)(struct aggio_file_s *fh, int64_t size, struct aggio__err *e);
+  /* Reserves storage for bytes [0, size) (MPI_File_preallocate): the file
+   * is at least size bytes long afterwards and never shorter than before.
+   * Called on rank 0 only. */
+  int (*preallocate)(struct aggio_file_s *fh, int64_t size, struct aggio__err *e);
   /* Byte-range lock of [off, off+len) for atomic mode (exclusive when
    * is_write); unlock with lock(..., -1).  Blocking. */
   int (*lock)(struct aggio_file_s *fh, int64_t off, int64_t len, int is_write,
@@ -79,7 +83,7 @@ int aggio__fsync(struct aggio_file_s *fh, struct aggio__err *e);
  * AGGIO_FAULTS="op@rank#nth=ERRNO,..." makes the nth call (counted from 1;
  * "#3+" the 3rd and every later one) of a storage operation or allocation
  * fail on a rank ("@*" every rank).  ops: open, pwrite, pread, fsync, size,
- * truncate, alloc.  ERRNO: EIO (default), ENOSPC, ENOMEM, EACCES.  Read once
+ * truncate, alloc, preallocate, window.  ERRNO: EIO (default), ENOSPC, ENOMEM, EACCES.  Read once
  * at open; costs one test of a pointer per call when unset.  For the test
  * suite: it lets tests reach error paths no real file system produces on
  * demand (a failing fstat, an EIO in an I/O thread, a failed allocation). */
@@ -91,6 +95,8 @@ enum aggio__fault_op {
   AGGIO_FAULT_SIZE,
   AGGIO_FAULT_TRUNCATE,
   AGGIO_FAULT_ALLOC,
+  AGGIO_FAULT_PREALLOCATE,
+  AGGIO_FAULT_WINDOW, /* the shared file pointer's window, at open */
   AGGIO_FAULT_NOPS
 };
 struct aggio__faults;

@@ -464,6 +464,32 @@ static int px_truncate(aggio_file fh, int64_t size, struct aggio__err *e) {
   return 0;
 }
 
+/* Reserves the blocks of [0, size): posix_fallocate, which never shrinks
+ * the file.  Where the file system cannot (EOPNOTSUPP, as glibc's
+ * emulation is not used by musl and some FUSE file systems refuse), the
+ * file is only extended to size, never shortened (MPI_File_preallocate
+ * leaves a larger file as it is). */
+static int px_preallocate(aggio_file fh, int64_t size, struct aggio__err *e) {
+  double t0 = fh->trace ? aggio__now() : 0.0;
+  int err = aggio__fault(fh->faults, AGGIO_FAULT_PREALLOCATE);
+  if (!err && size > 0)
+    err = posix_fallocate(px(fh)->fd, 0, (off_t)size);
+  if (err == EOPNOTSUPP || err == ENOSYS) {
+    struct stat st;
+    err = 0;
+    if (fstat(px(fh)->fd, &st) != 0)
+      err = errno;
+    else if ((int64_t)st.st_size < size && ftruncate(px(fh)->fd, (off_t)size) != 0)
+      err = errno;
+  }
+  if (err)
+    return aggio__fail(e, aggio__errno_code(err), "rank %d: posix_fallocate(%s, %lld): %s",
+                       fh->rank, fh->path, (long long)size, strerror(err));
+  if (fh->trace)
+    aggio__trace_record_locked(fh, AGGIO_OP_POSIX_FALLOCATE, 0, size, 0, t0, aggio__now(), 0);
+  return 0;
+}
+
 /* fcntl record locks, as ROMIO's ADIOI_Set_lock: atomic mode on POSIX. */
 static int px_lock(aggio_file fh, int64_t off, int64_t len, int is_write,
                    struct aggio__err *e) {
@@ -494,6 +520,7 @@ const struct aggio__storage_ops aggio__storage_posix = {
     .sync = px_sync,
     .size = px_size,
     .truncate = px_truncate,
+    .preallocate = px_preallocate,
     .lock = px_lock,
     .release = px_release,
 };

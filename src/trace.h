@@ -116,12 +116,21 @@ AGGIO_TRACE_RECORD_FIELDS(AGGIO__TRACE_CHECK)
   X(IWRITE_AT_ALL, 12, "iwrite_at_all", API)                                      \
   X(IREAD_AT_ALL, 13, "iread_at_all", API)                                        \
   X(WAIT, 14, "wait", API)                                                        \
+  X(WRITE_SHARED, 15, "write_shared", API)                                        \
+  X(READ_SHARED, 16, "read_shared", API)                                          \
+  X(IWRITE_SHARED, 17, "iwrite_shared", API)                                      \
+  X(IREAD_SHARED, 18, "iread_shared", API)                                        \
+  X(WRITE_ORDERED, 19, "write_ordered", API)                                      \
+  X(READ_ORDERED, 20, "read_ordered", API)                                        \
+  X(SEEK_SHARED, 21, "seek_shared", API)                                          \
+  X(PREALLOCATE, 22, "preallocate", API)                                          \
   X(POSIX_OPEN, 32, "open", POSIX)                                                \
   X(POSIX_PREAD, 33, "pread", POSIX)                                              \
   X(POSIX_PWRITE, 34, "pwrite", POSIX)                                            \
   X(POSIX_FSYNC, 35, "fsync", POSIX)                                              \
   X(POSIX_CLOSE, 36, "close", POSIX)                                              \
-  X(POSIX_FTRUNCATE, 37, "ftruncate", POSIX)
+  X(POSIX_FTRUNCATE, 37, "ftruncate", POSIX)                                      \
+  X(POSIX_FALLOCATE, 38, "fallocate", POSIX)
 
 enum aggio__trace_op {
 #define AGGIO__TRACE_OP(name, code, text, layer) AGGIO_OP_##name = code,

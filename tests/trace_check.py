@@ -33,8 +33,11 @@ RECORD = np.dtype([("t_start", "<f8"), ("t_end", "<f8"), ("offset", "<i8"),
 
 OPS = {1: "write_at", 2: "read_at", 3: "write_at_all", 4: "read_at_all",
        5: "open", 6: "close", 7: "sync", 8: "set_view", 9: "set_size",
+       15: "write_shared", 16: "read_shared", 17: "iwrite_shared", 18: "iread_shared",
+       19: "write_ordered", 20: "read_ordered", 21: "seek_shared", 22: "preallocate",
        32: "posix_open", 33: "posix_pread", 34: "posix_pwrite",
-       35: "posix_fsync", 36: "posix_close", 37: "posix_ftruncate"}
+       35: "posix_fsync", 36: "posix_close", 37: "posix_ftruncate",
+       38: "posix_fallocate"}
 OP_BY_NAME = {v: k for k, v in OPS.items()}
 API_MAX = 31                      # ops above are the POSIX layer
 SYNCHRONIZING = (3, 4, 5)         # collectives whose ranks must overlap

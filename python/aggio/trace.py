@@ -35,15 +35,19 @@ assert RECORD.itemsize == 48
 OP_NAMES = {1: "write_at", 2: "read_at", 3: "write_at_all", 4: "read_at_all",
             5: "open", 6: "close", 7: "sync", 8: "set_view", 9: "set_size",
             10: "iwrite_at", 11: "iread_at", 12: "iwrite_at_all", 13: "iread_at_all",
-            14: "wait",
+            14: "wait", 15: "write_shared", 16: "read_shared", 17: "iwrite_shared",
+            18: "iread_shared", 19: "write_ordered", 20: "read_ordered",
+            21: "seek_shared", 22: "preallocate",
             32: "open", 33: "pread", 34: "pwrite", 35: "fsync", 36: "close",
-            37: "ftruncate"}
+            37: "ftruncate", 38: "fallocate"}
 OP = {"write_at": 1, "read_at": 2, "write_at_all": 3, "read_at_all": 4,
       "open": 5, "close": 6, "sync": 7, "set_view": 8, "set_size": 9,
       "iwrite_at": 10, "iread_at": 11, "iwrite_at_all": 12, "iread_at_all": 13,
-      "wait": 14,
+      "wait": 14, "write_shared": 15, "read_shared": 16, "iwrite_shared": 17,
+      "iread_shared": 18, "write_ordered": 19, "read_ordered": 20,
+      "seek_shared": 21, "preallocate": 22,
       "posix_open": 32, "pread": 33, "pwrite": 34, "fsync": 35,
-      "posix_close": 36, "ftruncate": 37}
+      "posix_close": 36, "ftruncate": 37, "fallocate": 38}
 POSIX_FIRST_OP = 32
 FLAG_API_COLLECTIVE = 2
 FLAG_POSIX_AGGREGATOR = 1

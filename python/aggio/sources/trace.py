@@ -29,15 +29,21 @@ for _code, _layer, _kind in ((1, MPIIO, WRITE), (2, MPIIO, READ), (3, MPIIO, WRI
                              (4, MPIIO, READ), (5, MPIIO, OPEN), (6, MPIIO, CLOSE),
                              (7, MPIIO, SYNC), (8, MPIIO, META), (9, MPIIO, META),
                              (10, MPIIO, WRITE), (11, MPIIO, READ), (12, MPIIO, WRITE),
-                             (13, MPIIO, READ),
+                             (13, MPIIO, READ), (15, MPIIO, WRITE), (16, MPIIO, READ),
+                             (17, MPIIO, WRITE), (18, MPIIO, READ), (19, MPIIO, WRITE),
+                             (20, MPIIO, READ), (21, MPIIO, META), (22, MPIIO, META),
                              (32, POSIX, OPEN), (33, POSIX, READ), (34, POSIX, WRITE),
-                             (35, POSIX, SYNC), (36, POSIX, CLOSE), (37, POSIX, META)):
+                             (35, POSIX, SYNC), (36, POSIX, CLOSE), (37, POSIX, META),
+                             (38, POSIX, META)):
     _LAYER[_code], _KIND[_code] = _layer, _kind
 
 
 _DATA_OPS = [fmt.OP[k] for k in ("write_at", "read_at", "write_at_all", "read_at_all",
-                                  "iwrite_at", "iread_at", "iwrite_at_all", "iread_at_all")]
-_NONBLOCKING = [fmt.OP[k] for k in ("iwrite_at", "iread_at", "iwrite_at_all", "iread_at_all")]
+                                  "iwrite_at", "iread_at", "iwrite_at_all", "iread_at_all",
+                                  "write_shared", "read_shared", "iwrite_shared",
+                                  "iread_shared", "write_ordered", "read_ordered")]
+_NONBLOCKING = [fmt.OP[k] for k in ("iwrite_at", "iread_at", "iwrite_at_all", "iread_at_all",
+                                    "iwrite_shared", "iread_shared")]
 
 
 def load_traces(paths: list[str]) -> Job:
