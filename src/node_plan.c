@@ -230,7 +230,7 @@ static int moves_of(const struct aggio__nl_plan *p, int j, const struct aggio__e
     int64_t b = xe < pe ? xe : pe;
     if (a < b &&
         push_move(l, (struct aggio__nl_move){pc->round, pc->pos + (a - pc->off),
-                                             spos + (a - x->off), b - a, j}) != 0)
+                                             spos + (a - x->off), b - a, a, j}) != 0)
       return AGGIO_ERR_NOMEM;
     if (xe <= pe) {
       spos += x->len;

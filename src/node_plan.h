@@ -62,10 +62,11 @@ int aggio__nl_plan_make(const struct aggio__extents *runs, int k, int64_t slot, 
                         int64_t cut_align, struct aggio__nl_plan *p);
 void aggio__nl_plan_free(struct aggio__nl_plan *p);
 
-/* One copy of a rank: `len` bytes at `spos` of its data stream to or from
- * byte `pos` of aggregator `aggr`'s buffer in round `round`. */
+/* One copy of a rank: `len` bytes at `spos` of its data stream (file
+ * offset `off`) to or from byte `pos` of aggregator `aggr`'s buffer in
+ * round `round`. */
 struct aggio__nl_move {
-  int64_t round, pos, spos, len;
+  int64_t round, pos, spos, len, off;
   int aggr;
 };
 

@@ -105,6 +105,7 @@ static void simulate(const struct aggio__nl_plan *p, const struct aggio__extents
         const struct aggio__nl_move *m = &mv[r][i];
         if (m->round != round)
           continue;
+        CHECK(m->off >= 0 && m->off + m->len <= p->hi, "move's file offset");
         for (int64_t b = 0; b < m->len; b++)
           buf[m->aggr * slot + m->pos + b] = byte_of(r, m->spos + b);
       }
