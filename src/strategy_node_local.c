@@ -117,8 +117,10 @@ static int choose(aggio_file fh, struct nl_file *f, const int *flags, int *local
 /* Collective over the node: each aggregator's header page and buffer in
  * one shared window, each part on its own pages (noncontiguous), so that
  * the K aggregators never share a page or a lock: they fill and write in
- * parallel.  0, or -1 when some rank of the node could not. */
-static int make_window(aggio_file fh, struct nl_file *f) {
+ * parallel.  0, or the node's agreed failure: AGGIO_ERR_NOMEM when some
+ * rank ran out of memory, AGGIO_ERR_UNSUPPORTED when shared memory was
+ * refused (or aggio_node_shm=disable). */
+static int make_window(aggio_file fh, struct nl_file *f, const int *local) {
   MPI_Info info;
   MPI_Info_create(&info);
   MPI_Info_set(info, "alloc_shared_noncontig", "true");
@@ -131,28 +133,21 @@ static int make_window(aggio_file fh, struct nl_file *f) {
   if (!ok)
     f->win = MPI_WIN_NULL;
   if (ok && aggio__fault(fh->faults, AGGIO_FAULT_ALLOC))
-    ok = 0; /* tests: as if this rank's part were refused (the window is freed below) */
+    ok = -1; /* tests: as if this rank's part had found no memory (freed below) */
   int all = 0;
   MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, fh->node_comm);
-  if (!all) {
+  if (all < 1) {
     if (f->win != MPI_WIN_NULL)
       MPI_Win_free(&f->win);
     f->win = MPI_WIN_NULL;
-    return -1;
+    return all < 0 ? AGGIO_ERR_NOMEM : AGGIO_ERR_UNSUPPORTED;
   }
   MPI_Win_lock_all(MPI_MODE_NOCHECK, f->win);
   for (int j = 0; j < f->k; j++) {
     MPI_Aint size;
     int disp;
     char *p = NULL;
-    int lr;
-    MPI_Group world, node;
-    MPI_Comm_group(fh->comm, &world);
-    MPI_Comm_group(fh->node_comm, &node);
-    MPI_Group_translate_ranks(world, 1, &f->world[j], node, &lr);
-    MPI_Group_free(&world);
-    MPI_Group_free(&node);
-    MPI_Win_shared_query(f->win, lr, &size, &disp, &p);
+    MPI_Win_shared_query(f->win, local[j], &size, &disp, &p);
     f->part[j] = align_up(p, f->page);
   }
   return 0;
@@ -179,11 +174,15 @@ static int node_setup(aggio_file fh, struct nl_file *f, struct aggio__err *e) {
     rc = aggio__fail(e, AGGIO_ERR_MPI, "rank %d: MPI_Allgather failed", fh->rank);
   if (rc == 0)
     rc = choose(fh, f, flags, local, e); /* the same outcome on every rank of the node */
-  if (rc == 0 && make_window(fh, f) != 0)
-    rc = aggio__fail(e, AGGIO_ERR_UNSUPPORTED, "rank %d: node_local needs a shared-memory "
-                     "window on each node (%s)", fh->rank,
-                     fh->hints.node_shm.num == AGGIO_DISABLE ? "aggio_node_shm=disable"
-                                                             : "MPI_Win_allocate_shared failed");
+  int wrc = rc == 0 ? make_window(fh, f, local) : 0;
+  if (wrc == AGGIO_ERR_NOMEM)
+    rc = aggio__fail(e, wrc, "rank %d: node_local: out of memory for the node's window",
+                     fh->rank);
+  else if (wrc != 0)
+    rc = aggio__fail(e, wrc, "rank %d: node_local needs a shared-memory window on each node "
+                     "(%s)", fh->rank, fh->hints.node_shm.num == AGGIO_DISABLE
+                                           ? "aggio_node_shm=disable"
+                                           : "MPI_Win_allocate_shared failed");
   free(flags);
   free(local);
   return rc;
