@@ -29,6 +29,17 @@ static int64_t cache_bytes(aggio_file fh) {
                                              : 2 * fh->hints.cb_buffer_size.num;
 }
 
+/* node_local can run: its ranks hand data over through shared memory
+ * (not with aggio_node_shm=disable, nor once its set-up was refused). */
+static int node_local_runs(aggio_file fh) {
+  return fh->hints.node_shm.num != AGGIO_DISABLE &&
+         !(fh->strategy_refused & (1u << aggio__strategy_node_local.id));
+}
+
+/* ... and auto's rule may pick it: not in atomic mode either (where it
+ * would run independent I/O). */
+static int node_local_usable(aggio_file fh) { return !fh->atomic && node_local_runs(fh); }
+
 /* Writes whose hints select node-local writing (aggio__select_write_path:
  * collective buffering off, only aggregators touching the file) go to the
  * node_local strategy when this build has it; else to two-phase, the one
@@ -40,19 +51,14 @@ static const struct aggio__strategy_ops *node_local_by_hints(aggio_file fh, char
   if (aggio__select_write_path(&fh->hints, because, sizeof because) != AGGIO_PATH_NODE_LOCAL)
     return NULL;
   const struct aggio__strategy_ops *nl = aggio__strategy_find("node_local");
-  int refused = nl && (fh->strategy_refused & (1u << nl->id));
+  int refused = nl && !node_local_runs(fh);
   snprintf(why, whylen, "%s%s", because,
            !nl ? "; this build has no node_local strategy: two-phase"
-           : refused ? "; node_local's set-up failed on this file: two-phase" : "");
+           : refused ? "; node_local has no shared memory here (aggio_node_shm=disable, or "
+                       "its set-up failed): two-phase" : "");
   return nl && !refused ? nl : &aggio__strategy_two_phase;
 }
 
-/* node_local can run: not in atomic mode (it would run independent I/O)
- * and its set-up (shared memory on every node) was not refused. */
-static int node_local_usable(aggio_file fh) {
-  return !fh->atomic &&
-         !(fh->strategy_refused & (1u << aggio__strategy_node_local.id));
-}
 
 /* Every node holds consecutive ranks: ranks whose ranges lie apart in rank
  * order then make node regions that lie apart too (the usual block
