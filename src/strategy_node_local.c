@@ -526,6 +526,11 @@ static int round_io(struct aggio__op *op) {
   return aggio__then(op, round_prepare, AGGIO_P_PLAN);
 }
 
+/* Its id is at once its slot in the registry (strategy.c), the write path
+ * the Cray hint strings select (plan.h) and the aggio_strategy value that
+ * names it (hints.h). */
+_Static_assert(AGGIO_PATH_NODE_LOCAL == 4 && AGGIO_STRAT_NODE_LOCAL == 4, "node_local is id 4");
+
 const struct aggio__strategy_ops aggio__strategy_node_local = {
     .name = "node_local",
     .id = 4,
