@@ -285,7 +285,8 @@ def make_cell(opts, flavor, np, pat, cfg):
     launch = [f["mpiexec"], "-n", str(np)] + list(f["flags"]) + launcher_flags(cfg, flavor)
     return {"flavor": flavor, "np": np, "pattern": pat.name, "config": cfg.name,
             "kind": cfg.kind, "launch": launch, "bench": bench, "path": path,
-            "ior": ior_command(pat, cfg, np, size), "layout": layout}
+            "ior": ior_command(pat, cfg, np, size), "layout": layout,
+            "stats": cfg.kind == "aggio" and cfg.name in NODE_CONFIG_NAMES}
 
 
 def plan(opts):

@@ -193,9 +193,27 @@ class Order(unittest.TestCase):
         self.assertEqual(cell["np"], 8)
         self.assertIn("aggio_emulate_nodes=4", cell["bench"])
         self.assertIn("aggio_strategy=node_local", cell["bench"])
+        self.assertTrue(cell["stats"])
         full = {c["config"] for g in self.plan.plan(opts(self.plan)) for c in g}
         self.assertFalse(full & self.plan.NODE_CONFIG_NAMES)
         self.assertIn("AGGIO-node_local", full)
+
+    def test_moved_bytes_from_statistics(self):
+        runner = load_runner()
+        out = ("aggio stats for file \"x\"\n  bytes crossing nodes: 0\n"
+               "  bytes copied within nodes: 4096\naggio stats end\n"
+               "  bytes crossing nodes: 10\n  bytes copied within nodes: 6\n")
+        self.assertEqual(runner.moved_bytes(out), (10, 4102))
+        self.assertIsNone(runner.moved_bytes("no statistics"))
+        _, _, report = load()
+        cell = {"flavor": "openmpi", "np": 8, "pattern": "ior-hard",
+                "config": "AGGIO-node_local-4x2"}
+        text = "\n".join(report.moved_section([{"cell": cell, "moved": (0, 4096)},
+                                                {"cell": cell, "moved": (0, 4100)},
+                                                {"cell": cell, "moved": None}]))
+        self.assertIn("## Bytes across nodes", text)
+        self.assertIn("| 0, 0 | 4096, 4100 |", text)
+        self.assertEqual(report.moved_section([{"cell": cell, "moved": None}]), [])
 
     def test_strategy_list_is_the_one_source(self):
         aggio = [c.name for c in self.plan.CONFIGS
