@@ -20,7 +20,9 @@
  *   4. round by round, inside each node only: ranks copy their bytes into
  *      the aggregators' shared buffers, a node barrier, the aggregators
  *      write each piece (one pwrite per contiguous run, O_DIRECT where it
- *      pays); reads are the mirror image and stop at end of file;
+ *      pays) from the file's I/O threads while the next round fills the
+ *      other of their two buffers (aggio_pipeline); reads are the mirror
+ *      image and stop at end of file;
  *   5. the outcome is agreed over the file's ranks.
  * Holes are never written: an aggregator writes only the runs its node's
  * ranks cover, so bytes of other nodes or of nobody stay as they are (no
@@ -28,6 +30,7 @@
  * independent ones (which lock each rank's range), since an aggregator
  * writes pieces of several ranks.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,9 +44,9 @@ enum { NS_ERR, NS_LO, NS_HI, NS_RUNS, NS_K, NS_ACTIVE, NS_COUNT };
 /* ---- per-file state: the node's aggregators and their shared buffers --------- */
 
 /* At the start of each aggregator's part of the window: where the file
- * ended in the reads of the current round (reads copy nothing past it). */
+ * ended in the reads into each buffer (reads copy nothing past it). */
 struct nl_header {
-  int64_t eof;
+  int64_t eof[2];
 };
 
 struct nl_file {
@@ -53,7 +56,7 @@ struct nl_file {
   int *world;          /* [k] their ranks in fh->comm */
   char **part;         /* [k] each one's header page as this rank maps it */
   int me;              /* my index among them, or -1 */
-  int64_t slot;        /* buffer bytes per aggregator */
+  int64_t slot;        /* bytes of each of an aggregator's two buffers */
   int64_t align;       /* packing alignment (direct I/O), 1: none */
   int64_t page;        /* memory alignment of the buffers */
   int64_t cut;         /* share boundaries: stripe or block */
@@ -124,7 +127,7 @@ static int make_window(aggio_file fh, struct nl_file *f, const int *local) {
   MPI_Info info;
   MPI_Info_create(&info);
   MPI_Info_set(info, "alloc_shared_noncontig", "true");
-  MPI_Aint bytes = f->me >= 0 ? (MPI_Aint)(3 * f->page + f->slot) : 0;
+  MPI_Aint bytes = f->me >= 0 ? (MPI_Aint)(3 * f->page + 2 * f->slot) : 0;
   char *base = NULL;
   /* The hint is the same on every rank: all of the node call it, or none. */
   int ok = fh->hints.node_shm.num != AGGIO_DISABLE &&
@@ -215,8 +218,23 @@ static int nl_init(aggio_file fh, void **state, struct aggio__err *e) {
 
 /* ---- per-operation state -------------------------------------------------------- */
 
+struct nl;
+
+/* One of an aggregator's two buffers and the write it may have in flight:
+ * pieces [p0, p1) of the plan, written by the file's I/O threads. */
+struct nl_slot {
+  struct aggio__batch batch;
+  struct aggio__job job;
+  struct nl *t;
+  size_t p0, p1;
+  int s;
+};
+
 struct nl {
+  aggio_file fh;
   struct nl_file *f;
+  struct nl_slot slot[2];
+  int pipeline;                   /* writes on the I/O threads */
   int *counts, *displs;           /* [node_size]: int64s of each rank's list */
   int64_t *all;                   /* the node's offset lists */
   struct aggio__extents *lists;   /* [node_size] views into `all` */
@@ -258,7 +276,13 @@ static int nl_start(struct aggio__op *op) {
   op->sdata = t;
   op->sdata_free = nl_free;
   if (t) {
+    t->fh = fh;
     t->f = f;
+    t->pipeline = fh->hints.pipeline.num != AGGIO_DISABLE;
+    for (int s = 0; s < 2; s++) {
+      t->slot[s].t = t;
+      t->slot[s].s = s;
+    }
     t->counts = aggio__calloc(fh, (size_t)f->node_size, sizeof *t->counts);
     t->displs = aggio__calloc(fh, (size_t)f->node_size, sizeof *t->displs);
     t->lists = aggio__calloc(fh, (size_t)f->node_size, sizeof *t->lists);
@@ -436,7 +460,10 @@ static int nodes_agreed(struct aggio__op *op) {
 static struct nl_header *header_of(const struct nl_file *f, int j) {
   return (struct nl_header *)f->part[j];
 }
-static char *data_of(const struct nl_file *f, int j) { return f->part[j] + f->page; }
+/* Buffer s (round % 2) of aggregator j. */
+static char *data_of(const struct nl_file *f, int j, int64_t round) {
+  return f->part[j] + f->page + (round % 2) * f->slot;
+}
 
 /* My pieces of this round, one by one: the aggregator's own I/O. */
 static int my_piece(struct nl *t, const struct aggio__nl_piece **pc) {
@@ -452,51 +479,128 @@ static int my_piece(struct nl *t, const struct aggio__nl_piece **pc) {
  * the file, and the header tells the node's ranks where it is. */
 static void read_pieces(struct aggio__op *op, struct nl *t) {
   const struct aggio__nl_piece *pc;
-  struct nl_header *h = header_of(t->f, t->f->me);
-  h->eof = INT64_MAX;
+  int64_t *eof = &header_of(t->f, t->f->me)->eof[t->round % 2];
+  *eof = INT64_MAX;
   while (my_piece(t, &pc)) {
     int64_t got = 0;
-    if (!ok_call(op) || h->eof != INT64_MAX)
+    if (!ok_call(op) || *eof != INT64_MAX)
       continue; /* past the end of the file, or after a failure: nothing to read */
-    aggio__pread(op->fh, data_of(t->f, t->f->me) + pc->pos, pc->len, pc->off, &got,
+    aggio__pread(op->fh, data_of(t->f, t->f->me, t->round) + pc->pos, pc->len, pc->off, &got,
                  AGGIO_IO_AGGREGATOR, &op->err);
     if (ok_call(op) && got < pc->len) {
-      h->eof = pc->off + got;
+      *eof = pc->off + got;
       aggio__op_saw_eof(op, pc->off + got);
     }
   }
 }
 
-static int write_pieces(struct aggio__op *op, struct nl *t) {
+/* Writes a slot's pieces (on an I/O thread when pipelining). */
+static void write_slot(struct nl_slot *sl, struct aggio__err *e) {
+  struct nl *t = sl->t;
+  int me = t->f->me;
+  for (size_t q = sl->p0; q < sl->p1 && e->code == 0; q++) {
+    const struct aggio__nl_piece *pc = &t->plan.v[q];
+    aggio__pwrite(t->fh, data_of(t->f, me, sl->s) + pc->pos, pc->len, pc->off,
+                  AGGIO_IO_AGGREGATOR | AGGIO_IO_DIRECT_OK, e);
+  }
+}
+
+static void write_job(struct aggio__job *job, struct aggio__err *e) {
+  write_slot((struct nl_slot *)((char *)job - offsetof(struct nl_slot, job)), e);
+}
+
+/* This round's pieces go out from its buffer: queued on the file's I/O
+ * threads (waited for before the buffer is filled again, two rounds on),
+ * or written here. */
+static void write_pieces(struct aggio__op *op, struct nl *t) {
   const struct aggio__nl_piece *pc;
+  struct nl_slot *sl = &t->slot[t->round % 2];
+  sl->p0 = t->pcur;
   while (my_piece(t, &pc))
-    if (ok_call(op)) /* after a failure: keep the rounds, write nothing */
-      aggio__pwrite(op->fh, data_of(t->f, t->f->me) + pc->pos, pc->len, pc->off,
-                    AGGIO_IO_AGGREGATOR | AGGIO_IO_DIRECT_OK, &op->err);
-  return op->err.code;
+    ;
+  sl->p1 = t->pcur;
+  if (!ok_call(op) || sl->p1 == sl->p0)
+    return; /* after a failure: keep the rounds, write nothing */
+  struct aggio__pool *p = t->pipeline ? aggio__file_pool(op->fh) : NULL;
+  sl->job.run = write_job;
+  if (p && aggio__pool_submit(p, &sl->job, &sl->batch) == 0)
+    return;
+  write_slot(sl, &op->err);
+}
+
+/* A slot's write has finished: its outcome becomes the call's. */
+static void slot_collect(struct aggio__op *op, struct nl_slot *sl) {
+  if (sl->batch.err.code != 0 && op->err.code == 0)
+    op->err = sl->batch.err;
+  sl->batch.err.code = 0;
+}
+
+static int slot_free(struct aggio__op *op) {
+  struct nl *t = op->sdata;
+  return aggio__batch_done(op->fh->pool, &t->slot[t->round % 2].batch);
+}
+
+static void slot_wait(struct aggio__op *op) {
+  struct nl *t = op->sdata;
+  aggio__batch_wait(op->fh->pool, &t->slot[t->round % 2].batch);
+}
+
+static int drained(struct aggio__op *op) {
+  struct nl *t = op->sdata;
+  return aggio__batch_done(op->fh->pool, &t->slot[0].batch) &&
+         aggio__batch_done(op->fh->pool, &t->slot[1].batch);
+}
+
+static void drain_wait(struct aggio__op *op) {
+  struct nl *t = op->sdata;
+  aggio__batch_wait(op->fh->pool, &t->slot[0].batch);
+  aggio__batch_wait(op->fh->pool, &t->slot[1].batch);
 }
 
 static int round_copy(struct aggio__op *op);
 
+static int round_ready(struct aggio__op *op);
+static int finish(struct aggio__op *op);
+
+/* Round k starts once the aggregator's buffer k % 2 is written out (two
+ * rounds ago); after the last round, once every write is. */
 static int round_prepare(struct aggio__op *op) {
   struct nl *t = op->sdata;
-  if (t->round >= t->plan.nrounds)
-    return aggio__then(op, aggio__step_agree_outcome, AGGIO_P_AGREE);
+  if (t->round >= t->plan.nrounds) {
+    aggio__then(op, finish, AGGIO_P_AGREE);
+    return aggio__op_await(op, drained, drain_wait, AGGIO_P_IO_WAIT);
+  }
+  aggio__then(op, round_ready, AGGIO_P_PLAN);
+  if (t->f->me < 0)
+    return AGGIO_STEP_NEXT;
+  return aggio__op_await(op, slot_free, slot_wait, AGGIO_P_IO_WAIT);
+}
+
+static int finish(struct aggio__op *op) {
+  struct nl *t = op->sdata;
+  slot_collect(op, &t->slot[0]);
+  slot_collect(op, &t->slot[1]);
+  return aggio__then(op, aggio__step_agree_outcome, AGGIO_P_AGREE);
+}
+
+static int round_ready(struct aggio__op *op) {
+  struct nl *t = op->sdata;
+  slot_collect(op, &t->slot[t->round % 2]);
   if (!op->acc.is_write && t->f->me >= 0)
     read_pieces(op, t);
-  /* reads: the buffers are filled; writes: last round's are written */
+  /* reads: the buffers are filled; writes: they may be filled */
   aggio__then(op, round_copy, AGGIO_P_EXCHANGE);
   return aggio__op_barrier(op, op->fh->node_comm, AGGIO_P_WAIT);
 }
 
 /* Copies one move; reads copy nothing past the end of the file. */
 static void copy_move(struct aggio__op *op, struct nl *t, const struct aggio__nl_move *m) {
-  char *buf = data_of(t->f, m->aggr) + m->pos, *stream = op->acc.stream + m->spos;
+  char *buf = data_of(t->f, m->aggr, m->round) + m->pos, *stream = op->acc.stream + m->spos;
   int64_t len = m->len;
   if (op->acc.is_write) {
     memcpy(buf, stream, (size_t)len);
   } else {
-    int64_t eof = header_of(t->f, m->aggr)->eof;
+    int64_t eof = header_of(t->f, m->aggr)->eof[m->round % 2];
     if (m->off >= eof)
       len = 0;
     else if (m->off + len > eof)
@@ -513,8 +617,13 @@ static int round_copy(struct aggio__op *op) {
   struct nl *t = op->sdata;
   for (; t->mcur < t->nmoves && t->moves[t->mcur].round == t->round; t->mcur++)
     copy_move(op, t, &t->moves[t->mcur]);
-  /* writes: every rank's bytes are in; reads: every rank has taken its own */
+  /* writes: every rank's bytes must be in before the aggregators write.
+   * Reads need no barrier here: an aggregator reads into this buffer again
+   * two rounds on, after the next round's barrier, which every rank
+   * reaches only once it has copied this round's bytes out. */
   aggio__then(op, round_io, op->acc.is_write ? AGGIO_P_WRITE : AGGIO_P_PLAN);
+  if (!op->acc.is_write)
+    return AGGIO_STEP_NEXT;
   return aggio__op_barrier(op, op->fh->node_comm, AGGIO_P_WAIT);
 }
 
