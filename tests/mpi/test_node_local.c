@@ -14,7 +14,9 @@
  *     counts the whole request) and leave the rest of the buffer alone;
  *   - the statistics printed at close must show no byte crossing
  *     (emulated) nodes, and every byte written or read copied within them;
- *   - the Cray seed's hint string runs node_local under auto.
+ *   - the Cray seed's hint string runs node_local under auto; asking for
+ *     more aggregators than have the file open fails on every rank, and
+ *     auto then takes two-phase.
  * AGGIO_TEST_SEED, AGGIO_TEST_CASES; AGGIO_TEST_STRATEGY runs the same
  * checks on another strategy (two_phase fails the cross-node check).
  *
@@ -411,6 +413,59 @@ static void test_cray_string(void) {
     unlink(path);
 }
 
+/* aggio_node_aggregators is reported by get_info; asking, under
+ * romio_no_indep_rw, for more aggregators than cb_config_list's (the only
+ * ranks with the file open) fails the call on every rank, saying why, and
+ * auto then falls back to two-phase for the next call. */
+static void test_k_hint(void) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/node_local_k.%d", test_dir(), nprocs);
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "romio_cb_write", "disable");
+  MPI_Info_set(info, "romio_no_indep_rw", "true");
+  MPI_Info_set(info, "aggio_node_aggregators", "2");
+  MPI_Info_set(info, "aggio_emulate_nodes", "1");
+  if (rank == 0)
+    unlink(path);
+  MPI_Barrier(MPI_COMM_WORLD);
+  aggio_file fh;
+  int rc = aggio_file_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, info, &fh);
+  MPI_Info_free(&info);
+  CHECK(rc == 0, "open: %s", aggio_error_message());
+  if (rc != 0)
+    return;
+  MPI_Info got;
+  char v[64] = "";
+  int flag = 0;
+  aggio_file_get_info(fh, &got);
+  MPI_Info_get(got, "aggio_node_aggregators", sizeof v - 1, v, &flag);
+  MPI_Info_free(&got);
+  CHECK(flag && strcmp(v, "2") == 0, "get_info aggio_node_aggregators: \"%s\"", v);
+  char buf[1000];
+  memset(buf, rank + 1, sizeof buf);
+  rc = aggio_file_write_at_all(fh, (MPI_Offset)rank * 1000, buf, 1000, MPI_BYTE,
+                               MPI_STATUS_IGNORE);
+  int lo = 0, hi = 0;
+  MPI_Allreduce(&rc, &lo, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(&rc, &hi, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (nprocs == 1) {
+    CHECK(rc == 0, "one rank: its one aggregator has the file open: %s", aggio_error_message());
+  } else {
+    CHECK(lo == hi && rc == AGGIO_ERR_UNSUPPORTED, "rank %d: %d (ranks %d..%d)", rank, rc, lo,
+          hi);
+    CHECK(strstr(aggio_error_message(), "aggio_node_aggregators") != NULL, "message: %s",
+          aggio_error_message());
+    rc = aggio_file_write_at_all(fh, (MPI_Offset)rank * 1000, buf, 1000, MPI_BYTE,
+                                 MPI_STATUS_IGNORE);
+    CHECK(rc == 0, "the next call falls back to two-phase: %s", aggio_error_message());
+  }
+  aggio_file_close(&fh);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0)
+    unlink(path);
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -427,6 +482,7 @@ int main(int argc, char **argv) {
     run_case(i, &g);
   }
   test_cray_string();
+  test_k_hint();
   int status = test_summary_mpi(MPI_COMM_WORLD);
   MPI_Finalize();
   return status;
