@@ -53,7 +53,7 @@ def _configurations():
 
 # Node-local aggregation (issue 11), on emulated nodes: 8 ranks as 4 nodes
 # x 2 ranks and as 2 x 4 (aggio_emulate_nodes; MPICH's 2 ranks become 2 x 1),
-# node_local against two_phase and independent on the same layout; then
+# node_local against two_phase, independent and auto on the same layout; then
 # K aggregators per node (cb_config_list=*:K, K = 1, 2, 4) in two_phase and
 # node_local next to ROMIO and OMPIO with the same cb_config_list (the MPI
 # libraries see the one real node).  Only the nodelocal mode runs these.
@@ -66,7 +66,7 @@ def _node_configurations():
     aggio = ("-a", "AGGIO", "-c")
     for nodes, ppn in NODE_LAYOUTS:
         emulate = ("--hint", f"aggio_emulate_nodes={nodes}")
-        for s in ("node_local", "two_phase", "independent"):
+        for s in ("node_local", "two_phase", "independent", "auto"):
             out.append(Config(f"AGGIO-{s}-{nodes}x{ppn}", "aggio", None, (),
                               aggio + ("--hint", f"aggio_strategy={s}") + emulate))
     emulate = ("--hint", "aggio_emulate_nodes=2")
