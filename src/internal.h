@@ -85,7 +85,7 @@ struct aggio__strategy_ops;
 struct aggio__pool;
 
 /* Strategies with per-file state: an index into fh->strategy_state. */
-#define AGGIO_NSTRATEGIES 4
+#define AGGIO_NSTRATEGIES 5
 
 struct aggio_file_s {
   MPI_Comm comm;
@@ -209,6 +209,7 @@ struct aggio__strategy_ops {
 extern const struct aggio__strategy_ops aggio__strategy_independent;
 extern const struct aggio__strategy_ops aggio__strategy_two_phase;
 extern const struct aggio__strategy_ops aggio__strategy_write_behind;
+extern const struct aggio__strategy_ops aggio__strategy_node_local;
 extern const struct aggio__strategy_ops aggio__strategy_auto;
 
 /* Looks a strategy up by name; NULL if unknown. */

@@ -346,6 +346,9 @@ static void stats_print(struct aggio_file_s *fh, const struct reduced *r) {
           (long long)MAXC(ACTIVE_MANY), (long long)MAXC(ACTIVE_ALL), fh->naggr);
   fprintf(f, "  bytes crossing nodes: %lld\n", (long long)S(CROSS_NODE_BYTES));
   fprintf(f, "  bytes copied within nodes: %lld\n", (long long)S(NODE_LOCAL_BYTES));
+  fprintf(f, "  node-local fragmented node-calls: %lld%s\n", (long long)S(NODE_LOCAL_FRAGMENTED),
+          S(NODE_LOCAL_FRAGMENTED) ? " (a node's data interleaves with other nodes': "
+                                     "two_phase fits better)" : "");
   fprintf(f, "  aggregator system writes: %lld\n", (long long)S(AGGR_WRITES));
   fprintf(f, "  aggregator system write bytes: %lld\n", (long long)S(AGGR_WRITE_BYTES));
   per_aggregator(f, fh, r);

@@ -175,8 +175,49 @@ class Order(unittest.TestCase):
             self.assertEqual([r for r, _ in chunk], [r for r in range(3) for _ in names])
             pos += len(chunk)
 
+    def test_nodelocal_mode(self):
+        """Issue 11's cases: the four patterns at 8 ranks (Open MPI), node_local,
+        two_phase and independent on 4x2 and 2x4 emulated nodes, K = 1, 2, 4
+        aggregators per node next to ROMIO and OMPIO; other modes leave them out."""
+        m = self.plan.MODES["nodelocal"]
+        o = opts(self.plan, "nodelocal", flavors=["openmpi"], patterns=list(m["patterns"]))
+        groups = self.plan.plan(o)
+        self.assertEqual(sorted({g[0]["pattern"] for g in groups}),
+                         ["hacc-soa", "ior-hard", "segmented-1m", "subarray"])
+        names = {c["config"] for g in groups for c in g}
+        for want in ("AGGIO-node_local-4x2", "AGGIO-two_phase-2x4", "AGGIO-independent-4x2",
+                     "AGGIO-node_local-2x4-cb4", "MPIIO-romio-cb2", "MPIIO-ompio-cb4",
+                     "MPIIO-romio"):
+            self.assertIn(want, names)
+        cell = next(c for g in groups for c in g if c["config"] == "AGGIO-node_local-4x2")
+        self.assertEqual(cell["np"], 8)
+        self.assertIn("aggio_emulate_nodes=4", cell["bench"])
+        self.assertIn("aggio_strategy=node_local", cell["bench"])
+        self.assertTrue(cell["stats"])
+        full = {c["config"] for g in self.plan.plan(opts(self.plan)) for c in g}
+        self.assertFalse(full & self.plan.NODE_CONFIG_NAMES)
+        self.assertIn("AGGIO-node_local", full)
+
+    def test_moved_bytes_from_statistics(self):
+        runner = load_runner()
+        out = ("aggio stats for file \"x\"\n  bytes crossing nodes: 0\n"
+               "  bytes copied within nodes: 4096\naggio stats end\n"
+               "  bytes crossing nodes: 10\n  bytes copied within nodes: 6\n")
+        self.assertEqual(runner.moved_bytes(out), (10, 4102))
+        self.assertIsNone(runner.moved_bytes("no statistics"))
+        _, _, report = load()
+        cell = {"flavor": "openmpi", "np": 8, "pattern": "ior-hard",
+                "config": "AGGIO-node_local-4x2"}
+        text = "\n".join(report.moved_section([{"cell": cell, "moved": (0, 4096)},
+                                                {"cell": cell, "moved": (0, 4100)},
+                                                {"cell": cell, "moved": None}]))
+        self.assertIn("## Bytes across nodes", text)
+        self.assertIn("| 0, 0 | 4096, 4100 |", text)
+        self.assertEqual(report.moved_section([{"cell": cell, "moved": None}]), [])
+
     def test_strategy_list_is_the_one_source(self):
-        aggio = [c.name for c in self.plan.CONFIGS if c.kind == "aggio"]
+        aggio = [c.name for c in self.plan.CONFIGS
+                 if c.kind == "aggio" and c.name not in self.plan.NODE_CONFIG_NAMES]
         self.assertEqual(aggio, [f"AGGIO-{s}" for s in self.plan.AGGIO_STRATEGIES])
         self.assertIn(self.plan.DEFAULT_AGGIO, aggio)
 

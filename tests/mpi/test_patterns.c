@@ -1074,6 +1074,12 @@ static void make_config(rng_t *g, int np, const char *strategy, struct config *c
     add_hint(c, "aggio_node_shm", tri2[rng_int(g, 0, 2)]);
     add_hint(c, "aggio_pipeline", tri2[rng_int(g, 0, 2)]);
   }
+  if (strcmp(strategy, "node_local") == 0) {
+    /* it needs its shared window; K aggregators of each node */
+    add_hint(c, "aggio_node_shm", "automatic");
+    snprintf(v, sizeof v, "%d", rng_int(g, 0, 4));
+    add_hint(c, "aggio_node_aggregators", v);
+  }
   static const char *tri[] = {"enable", "disable", "automatic"};
   add_hint(c, "romio_ds_write", tri[rng_int(g, 0, 2)]);
   if (!rng_coin(g, 3))
@@ -1354,9 +1360,10 @@ static int run_case(struct ctx *cx, int k) {
 
   if (cx->o.verbose && cx->rank == 0)
     printf("case %d: rank 0: view %s\n    memtype %s\n", k, rc.fd.s, rc.md.s);
-  /* aggio: independent, two_phase twice with different hints, write_behind, auto */
+  /* aggio: independent, two_phase twice with different hints, write_behind, auto,
+   * node_local (last, so that the others' random hints stay as they were) */
   static const char *strategies[] = {"independent", "two_phase", "two_phase", "write_behind",
-                                     "auto"};
+                                     "auto", "node_local"};
   int ncfg = (int)(sizeof strategies / sizeof *strategies), cfg_fail = 0;
   for (int i = 0; i < ncfg && !gen_bad; i++) {
     struct config c;
