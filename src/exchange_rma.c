@@ -252,8 +252,9 @@ static int move_mine(struct tp *t, int is_write) {
       continue;
     }
     aggio__count_moved(fh, fh->aggr[i], moved);
-    if (p.n > 0 && rc == 0 && t->op->err.code == 0) {
-      rc = transfer(t, p.n, fh->aggr[i], is_write);
+    if (p.n > 0) { /* also after an earlier failure, as two_sided sends */
+      int trc = transfer(t, p.n, fh->aggr[i], is_write);
+      rc = rc ? rc : trc;
       moved_any = 1;
     }
   }

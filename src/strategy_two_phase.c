@@ -82,26 +82,30 @@ static void open_exchange(aggio_file fh, struct tp_file *f) {
   snprintf(fh->exchange_why, sizeof fh->exchange_why, "%s", why);
 }
 
-/* Every rank takes part in the exchange's collectives, also when its own
- * allocations failed (a stand-in state then), so that no peer waits; the
- * engine's agreement after init stops every rank. */
+/* The ranks agree on their allocations before the exchange makes windows
+ * (collectives that a rank without memory could not join, nor leave in the
+ * same order as the others); a rank that has its memory returns without
+ * state, and the engine's agreement after init stops every rank. */
 static int tp_init(aggio_file fh, void **state, struct aggio__err *e) {
-  struct tp_file stand_in, *f = calloc(1, sizeof *f);
-  int have = f != NULL;
-  if (!have)
-    f = memset(&stand_in, 0, sizeof stand_in);
+  struct tp_file *f = aggio__calloc(fh, 1, sizeof *f);
+  int *fallback = f ? aggio__calloc(fh, (size_t)fh->nprocs, sizeof *fallback) : NULL;
+  int ok = fallback != NULL, all_ok = 0;
+  int mpi_ok = MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, fh->comm) == MPI_SUCCESS;
+  if (!ok || !all_ok || !mpi_ok) {
+    free(fallback);
+    free(f);
+    if (!ok)
+      return aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: out of memory", fh->rank);
+    if (!mpi_ok)
+      return aggio__fail(e, AGGIO_ERR_MPI, "rank %d: MPI_Allreduce failed", fh->rank);
+    return 0; /* another rank failed: the engine's agreement says which */
+  }
+  f->fallback = fallback;
   f->win = f->rma_win = MPI_WIN_NULL;
   f->align = buffer_align(fh);
   f->slot = aggio__round_up(buffer_bytes(fh) + f->align, f->align);
-  f->fallback = have ? calloc((size_t)fh->nprocs, sizeof *f->fallback) : NULL;
-  open_exchange(fh, f);
-  if (!have) {
-    f->x->close(fh, f);
-    return aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: out of memory", fh->rank);
-  }
   *state = f;
-  if (!f->fallback)
-    return aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: out of memory", fh->rank);
+  open_exchange(fh, f);
   if (!f->own && fh->my_aggr_index >= 0) {
     f->private_buf = aggio__alloc_aligned(tp_buffers_bytes(f), f->align);
     if (!f->private_buf)
