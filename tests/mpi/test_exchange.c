@@ -13,6 +13,7 @@
  *             leave the rest of the buffer untouched;
  *   info      aggio_file_get_info reports aggio_exchange_selected (and why
  *             an unknown value fell back) once the two-phase strategy ran;
+ *             aggio_file_set_info switches an open file's exchange;
  *   fallback  an RMA window refused on one rank (AGGIO_FAULTS=rma_window@R)
  *             makes every rank use two_sided, reported with the rank, and
  *             the file is still right;
@@ -448,6 +449,40 @@ static void part_info(uint64_t seed) {
   }
 }
 
+/* aggio_file_set_info changes the exchange of an open file: the window is
+ * freed and the next call runs the new method (and the file stays right). */
+static void part_set_info(uint64_t seed) {
+  rng_t g = {seed + 5};
+  struct layout L;
+  make_layout(&g, &L);
+  MPI_Datatype t = view_type(&L);
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "aggio_strategy", "two_phase");
+  MPI_Info_set(info, "aggio_exchange", "rma");
+  MPI_Info_set(info, "cb_buffer_size", "4096");
+  reference_write(&L);
+  put_background(path_rma, L.bg);
+  aggio_file fh;
+  CHECK(aggio_file_open(MPI_COMM_WORLD, path_rma, MPI_MODE_RDWR, info, &fh) == 0, "open");
+  aggio_file_set_view(fh, L.base, MPI_BYTE, t, "native", MPI_INFO_NULL);
+  static const char *order[] = {"rma", "two_sided", "rma"};
+  for (int i = 0; i < 3; i++) {
+    MPI_Info_set(info, "aggio_exchange", order[i]);
+    CHECK(aggio_file_set_info(fh, info) == 0, "set_info %s", order[i]);
+    CHECK(aggio_file_write_at_all(fh, 0, L.data, (int)L.bytes, MPI_BYTE, MPI_STATUS_IGNORE) == 0,
+          "write after set_info %s: %s", order[i], aggio_error_message());
+    expect_selected(fh, order[i], NULL, 100 + i);
+  }
+  CHECK(aggio_file_close(&fh) == 0, "close");
+  int ref_ok = as_expected(path_ref, &L, 0, "the MPI library's MPI-IO", 100);
+  if (as_expected(path_rma, &L, 1, "after set_info", 100) && ref_ok)
+    same_defined(path_ref, path_rma, &L, "after set_info vs MPI-IO", 100);
+  MPI_Info_free(&info);
+  MPI_Type_free(&t);
+  free_layout(&L);
+}
+
 /* A window refused on the last rank: every rank falls back to two_sided. */
 static void part_fallback(uint64_t seed) {
   char rule[64], why[64];
@@ -495,8 +530,10 @@ int main(int argc, char **argv) {
     test_skip("MPI gives thread level %d, not MPI_THREAD_MULTIPLE", level);
   else if (strcmp(part, "threads") == 0)
     part_patterns(seed + 7, nprocs >= 8 ? 3 : 6, 1);
-  else if (strcmp(part, "info") == 0)
+  else if (strcmp(part, "info") == 0) {
     part_info(seed);
+    part_set_info(seed);
+  }
   else if (strcmp(part, "fallback") == 0)
     part_fallback(seed);
   else
