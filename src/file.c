@@ -796,5 +796,9 @@ int aggio_file_get_info(aggio_file fh, MPI_Info *info_used) {
     placement_info(fh, *info_used);
   if (e.code == 0 && fh->strategy_used)
     MPI_Info_set(*info_used, "aggio_strategy_selected", fh->strategy_used);
+  if (e.code == 0 && fh->exchange_used[0])
+    MPI_Info_set(*info_used, "aggio_exchange_selected", fh->exchange_used);
+  if (e.code == 0 && fh->exchange_why[0])
+    MPI_Info_set(*info_used, "aggio_exchange_error", fh->exchange_why);
   return aggio__finish(&e);
 }

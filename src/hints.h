@@ -79,6 +79,8 @@ enum aggio__strategy_hint {
     "ranks copy into same-node aggregators through shared memory")                           \
   X(pipeline, "aggio_pipeline", AGGIO_HK_TRISTATE, "automatic", 1,                           \
     "aggregators write one buffer while filling the next (I/O thread)")                      \
+  X(exchange, "aggio_exchange", AGGIO_HK_STRING, "automatic", 1,                           \
+    "two-phase exchange: two_sided (messages), rma (one-sided puts/gets), automatic")       \
   X(cray_cb_nodes_multiplier, "cray_cb_nodes_multiplier", AGGIO_HK_INT, "1", 1,              \
     "aggregators per stripe: multiplies the aggregator count (capped by ranks)")           \
   X(cray_cb_write_lock_mode, "cray_cb_write_lock_mode", AGGIO_HK_INT, "0", 1,                \

@@ -124,6 +124,8 @@ struct aggio_file_s {
   MPI_Comm node_comm;     /* ranks of this rank's (emulated) node */
   char placement_used[64];  /* the placement applied (aggio_placement_selected) */
   char topo_error[256];     /* why a topology or placement was not used, or "" */
+  char exchange_used[16];   /* two-phase exchange in use (aggio_exchange_selected), or "" */
+  char exchange_why[200];   /* why not the one aggio_exchange asked for, or "" */
 
   /* strategies: the configured one, and the per-file state of each that
    * has run (made collectively at its first operation, see engine.c) */

@@ -127,6 +127,9 @@ static void placement_print(struct aggio_file_s *fh, const char *when) {
   fprintf(f, "  strategy: %s\n", fh->strategy && fh->strategy->name
                                      ? fh->strategy->name
                                      : fh->hints.strategy.str);
+  if (fh->exchange_used[0]) /* once the two-phase strategy has run */
+    fprintf(f, "  exchange: %s%s%s\n", fh->exchange_used, fh->exchange_why[0] ? " - " : "",
+            fh->exchange_why);
   for (int nd = 0; list && nd < (fh->nnodes > 0 ? fh->nnodes : 1); nd++) {
     int n = 0, na = 0;
     for (int r = 0; r < fh->nprocs; r++)

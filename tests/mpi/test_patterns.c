@@ -1041,9 +1041,14 @@ static void add_hint(struct config *c, const char *k, const char *v) {
   dadd(&c->desc, " %s=%s", k, v);
 }
 
+/* strategy: a strategy's name, or "two_phase+rma" for two-phase with the
+ * one-sided exchange (aggio_exchange=rma). */
 static void make_config(rng_t *g, int np, const char *strategy, struct config *c) {
   char v[64];
+  int rma = strcmp(strategy, "two_phase+rma") == 0;
   memset(c, 0, sizeof *c);
+  if (rma)
+    strategy = "two_phase";
   c->strategy = strategy;
   c->wmode = rng_int(g, 0, M_NMODES - 1);
   c->rmode = rng_int(g, 0, M_NMODES - 1);
@@ -1051,6 +1056,8 @@ static void make_config(rng_t *g, int np, const char *strategy, struct config *c
   c->ignore_status = rng_coin(g, 4);
   c->reuse = rng_coin(g, 3);
   dadd(&c->desc, "aggio_strategy=%s", strategy);
+  if (rma)
+    add_hint(c, "aggio_exchange", "rma");
   if (strcmp(strategy, "independent") != 0) {
     static const int cbs[] = {4096, 8192, 16384, 65536, 5000, 1 << 20};
     snprintf(v, sizeof v, "%d", cbs[rng_int(g, 0, 5)]);
@@ -1360,10 +1367,11 @@ static int run_case(struct ctx *cx, int k) {
 
   if (cx->o.verbose && cx->rank == 0)
     printf("case %d: rank 0: view %s\n    memtype %s\n", k, rc.fd.s, rc.md.s);
-  /* aggio: independent, two_phase twice with different hints, write_behind, auto,
-   * node_local (last, so that the others' random hints stay as they were) */
-  static const char *strategies[] = {"independent", "two_phase", "two_phase", "write_behind",
-                                     "auto", "node_local"};
+  /* aggio: independent, two_phase twice with different hints and once with
+   * the one-sided exchange, write_behind, auto, node_local (last, so that
+   * the others' random hints stay as they were) */
+  static const char *strategies[] = {"independent", "two_phase",    "two_phase", "two_phase+rma",
+                                     "write_behind", "auto", "node_local"};
   int ncfg = (int)(sizeof strategies / sizeof *strategies), cfg_fail = 0;
   for (int i = 0; i < ncfg && !gen_bad; i++) {
     struct config c;
