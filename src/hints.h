@@ -82,6 +82,8 @@ enum aggio__strategy_hint {
     "collective-buffering writes on Lustre: 0 normal, 1 group lock, 2 lock ahead")         \
   X(cray_nocb_write_lock_mode, "cray_nocb_write_lock_mode", AGGIO_HK_INT, "0", 1,            \
     "writes without collective buffering on Lustre: 0 normal, 1 group lock, 2 lock ahead") \
+  X(storage, "aggio_storage", AGGIO_HK_STRING, "posix", 1,                                   \
+    "storage back end, chosen at open: posix, or null (writes discarded, reads zeros)")     \
   X(emulate_nodes, "aggio_emulate_nodes", AGGIO_HK_INT, "0", 1,                              \
     "split each node's ranks into N emulated nodes (0: real topology)")                      \
   X(placement, "aggio_placement", AGGIO_HK_STRING, "auto", 1,                               \
