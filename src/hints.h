@@ -166,6 +166,15 @@ int aggio__hint_parse_value(enum aggio__hint_kind kind, const char *value,
 int aggio__hints_set(struct aggio__hints *h, const char *key, const char *value,
                      enum aggio__hint_source source, char *warn, size_t warnlen);
 
+/* The hints as the SimGrid build (AGGIO_SIMGRID, SIMULATION.md) applies
+ * them after every source: SMPI simulates MPI calls, not an application's
+ * threads, shared memory or POSIX I/O, so the library takes the paths these
+ * hints already select without them: aggio_storage=null, aggio_pipeline,
+ * aggio_write_behind, aggio_node_shm and aggio_direct_io disabled, and
+ * aggio_strategy=write_behind (a node cache written by I/O threads) back
+ * to auto.  A value the user set otherwise is kept marked ignored. */
+void aggio__hints_simulated(struct aggio__hints *h);
+
 /* Callback for the two string formats: one key/value pair at a time. */
 typedef void (*aggio__hint_cb)(void *ctx, const char *key, const char *value);
 

@@ -52,11 +52,11 @@ static int null_open(aggio_file fh, int create, struct aggio__err *e) {
 
 /* No file system: the smallest block, and no direct I/O to open. */
 static void null_probe(aggio_file fh, struct aggio__fs_info *fi) {
-  (void)fh;
   memset(fi, 0, sizeof *fi);
   fi->block = fi->dio_align = 4096;
   snprintf(fi->fstype, sizeof fi->fstype, "null");
-  snprintf(fi->dio_reason, sizeof fi->dio_reason, "aggio_storage=null stores nothing");
+  if (fh->hints.direct_io.num != AGGIO_DISABLE)
+    snprintf(fi->dio_reason, sizeof fi->dio_reason, "aggio_storage=null stores nothing");
 }
 
 static void null_open_direct(aggio_file fh) { fh->dio = AGGIO_DIO_OFF; }
