@@ -351,6 +351,34 @@ int aggio__hints_set(struct aggio__hints *h, const char *key, const char *value,
   return 0;
 }
 
+/* ---- the simulated build ----------------------------------------------------- */
+
+/* Sets v to (num, text); a value the user chose otherwise stays visible
+ * as ignored, with why. */
+static void force(struct aggio__hint_value *v, int64_t num, const char *text,
+                  const char *why) {
+  int asked_otherwise = v->set != AGGIO_HS_DEFAULT && strcmp(v->str, text) != 0;
+  char was[AGGIO_HINT_STRLEN];
+  memcpy(was, v->str, sizeof was);
+  v->num = num;
+  snprintf(v->str, sizeof v->str, "%s", text);
+  v->ignored[0] = '\0';
+  if (asked_otherwise)
+    snprintf(v->ignored, sizeof v->ignored, "asked %.100s; %s", was, why);
+}
+
+void aggio__hints_simulated(struct aggio__hints *h) {
+  static const char threads[] = "the SimGrid build runs no I/O threads";
+  force(&h->storage, 0, "null", "the SimGrid build simulates no file I/O");
+  force(&h->pipeline, AGGIO_DISABLE, "disable", threads);
+  force(&h->write_behind, AGGIO_DISABLE, "disable", threads);
+  force(&h->node_shm, AGGIO_DISABLE, "disable",
+        "the SimGrid build has no shared memory between ranks");
+  force(&h->direct_io, AGGIO_DISABLE, "disable", "the SimGrid build simulates no file I/O");
+  if (h->strategy.num == AGGIO_STRAT_WRITE_BEHIND)
+    force(&h->strategy, AGGIO_STRAT_AUTO, "auto", threads);
+}
+
 /* ---- AGGIO_HINTS (Cray MPICH_MPIIO_HINTS syntax) ---------------------------- */
 /*
  * spec    := entry { ',' entry }

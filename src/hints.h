@@ -87,6 +87,8 @@ enum aggio__strategy_hint {
     "collective-buffering writes on Lustre: 0 normal, 1 group lock, 2 lock ahead")         \
   X(cray_nocb_write_lock_mode, "cray_nocb_write_lock_mode", AGGIO_HK_INT, "0", 1,            \
     "writes without collective buffering on Lustre: 0 normal, 1 group lock, 2 lock ahead") \
+  X(storage, "aggio_storage", AGGIO_HK_STRING, "posix", 1,                                   \
+    "storage back end, chosen at open: posix, or null (writes discarded, reads zeros)")     \
   X(emulate_nodes, "aggio_emulate_nodes", AGGIO_HK_INT, "0", 1,                              \
     "split each node's ranks into N emulated nodes (0: real topology)")                      \
   X(placement, "aggio_placement", AGGIO_HK_STRING, "auto", 1,                               \
@@ -168,6 +170,15 @@ int aggio__hint_parse_value(enum aggio__hint_kind kind, const char *value,
  * value is malformed: the hint keeps its previous value and `warn` says why. */
 int aggio__hints_set(struct aggio__hints *h, const char *key, const char *value,
                      enum aggio__hint_source source, char *warn, size_t warnlen);
+
+/* The hints as the SimGrid build (AGGIO_SIMGRID, SIMULATION.md) applies
+ * them after every source: SMPI simulates MPI calls, not an application's
+ * threads, shared memory or POSIX I/O, so the library takes the paths these
+ * hints already select without them: aggio_storage=null, aggio_pipeline,
+ * aggio_write_behind, aggio_node_shm and aggio_direct_io disabled, and
+ * aggio_strategy=write_behind (a node cache written by I/O threads) back
+ * to auto.  A value the user set otherwise is kept marked ignored. */
+void aggio__hints_simulated(struct aggio__hints *h);
 
 /* Callback for the two string formats: one key/value pair at a time. */
 typedef void (*aggio__hint_cb)(void *ctx, const char *key, const char *value);
