@@ -43,7 +43,7 @@ import tarfile
 
 SKIP = 77
 SYSTEM_PYTHON = "/usr/bin/python3"  # Debian's h5py-mpi and mpi4py live there
-RUN_TIMEOUT = 240
+RUN_TIMEOUT = 240  # seconds per launch (--run-timeout): a hang fails, not the ctest timeout
 
 
 class Skip(Exception):
@@ -84,9 +84,9 @@ def launch(args, argv, aggio, extra_env=None, cwd=None, label=""):
     print("== %s: %s" % (label, " ".join(shlex.quote(c) for c in cmd)), flush=True)
     try:
         p = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True,
-                           timeout=RUN_TIMEOUT)
+                           timeout=args.run_timeout)
     except subprocess.TimeoutExpired as e:
-        raise Failure("%s: no result after %d s (hung?)\n%s" % (label, RUN_TIMEOUT, e.stdout or ""))
+        raise Failure("%s: no result after %d s (hung?)\n%s" % (label, args.run_timeout, e.stdout or ""))
     return p.returncode, p.stdout, p.stderr
 
 
@@ -366,6 +366,8 @@ def main(argv):
     ap.add_argument("--exe", help="hdf5_client or pnetcdf_client")
     ap.add_argument("--script", help="h5py_client.py")
     ap.add_argument("--build", help="where mpi4py's source distribution is fetched")
+    ap.add_argument("--run-timeout", type=int, default=RUN_TIMEOUT,
+                    help="seconds one launch may take (default %d)" % RUN_TIMEOUT)
     args = ap.parse_args(argv)
     args.dir = os.path.abspath(args.dir)
     os.makedirs(args.dir, exist_ok=True)
