@@ -103,7 +103,9 @@ enum aggio__strategy_hint {
     "print aggregator placement at open")                                                    \
   X(trace, "aggio_trace", AGGIO_HK_STRING, "", 1, "write a per-operation trace to this path") \
   X(trace_memory, "aggio_trace_memory", AGGIO_HK_SIZE, "67108864", 0,                        \
-    "trace buffer bytes per rank; records beyond it are counted as dropped")
+    "trace buffer bytes per rank; records beyond it are counted as dropped")                 \
+  X(passthrough, "aggio_passthrough", AGGIO_HK_BOOL, "false", 1,                             \
+    "libaggio-mpiio: MPI_File_* calls on this file go to the MPI library's own MPI-IO")
 
 #define AGGIO_HINT_STRLEN 256
 
