@@ -22,6 +22,7 @@ int main(int argc, char **argv) {
   int ompio = !aggio;
 #else
   int ompio = 0;
+  (void)aggio;
 #endif
   char path[512];
   mpiio_path(path, sizeof path, "requests");
