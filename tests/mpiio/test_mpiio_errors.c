@@ -4,7 +4,8 @@
  * program's own: set, get, call, kept alive after MPI_Errhandler_free, on
  * MPI_FILE_NULL for failed opens), MPI_File_c2f/f2c and the refused data
  * representations.  Classes where the MPI libraries themselves differ are
- * checked under aggio only.
+ * checked under aggio only.  With the argument "fatal": a write on a
+ * read-only file under MPI_ERRORS_ARE_FATAL, which must end the job.
  * aggio-test-ranks: 1 2 4
  */
 #include <unistd.h>
@@ -177,6 +178,14 @@ int main(int argc, char **argv) {
   memset(rec, 'e', sizeof rec);
   MPI_File_write_at_all(fh, 16 * rank, rec, 16, MPI_BYTE, MPI_STATUS_IGNORE);
   MPI_File_close(&fh);
+  if (argc > 1 && strcmp(argv[1], "fatal") == 0) {
+    /* ctest expects the abort and its message (mpiio.errors_are_fatal) */
+    MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_RDONLY, MPI_INFO_NULL, &fh);
+    MPI_File_set_errhandler(fh, MPI_ERRORS_ARE_FATAL);
+    MPI_File_write_at(fh, 0, rec, 16, MPI_BYTE, MPI_STATUS_IGNORE);
+    fprintf(stderr, "FAIL: still running after an error under MPI_ERRORS_ARE_FATAL\n");
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
   open_errors(path, test_dir());
   access_errors(path);
   handlers(path);
