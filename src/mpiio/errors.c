@@ -300,10 +300,11 @@ int MPI_File_set_errhandler(MPI_File fh, MPI_Errhandler eh) {
     }
     return rc;
   }
-  if (!usable_on_files(eh))
-    return mpiio_raise(f, mpiio_error_with_message(
-                              MPI_ERR_ARG, "aggio: not a file error handler (make it with "
-                                           "MPI_File_create_errhandler)"));
+  if (!usable_on_files(eh)) {
+    const char *msg = "aggio: not a file error handler (make it with "
+                      "MPI_File_create_errhandler)";
+    return mpiio_raise(f, mpiio_error_with_message(MPI_ERR_ARG, msg));
+  }
   mpiio_detach_errhandler(f);
   mpiio_attach_errhandler(f, eh);
   return MPI_SUCCESS;
@@ -314,7 +315,8 @@ int MPI_File_get_errhandler(MPI_File fh, MPI_Errhandler *eh) {
   if (!f)
     return PMPI_File_get_errhandler(fh, eh);
   if (!eh)
-    return mpiio_raise(f, mpiio_error_with_message(MPI_ERR_ARG, "aggio: errhandler is NULL"));
+    return mpiio_raise(f,
+                       mpiio_error_with_message(MPI_ERR_ARG, "aggio: errhandler is NULL"));
   pthread_mutex_lock(&lock);
   *eh = f->errhandler;
   struct handler *h = find_handler(*eh);

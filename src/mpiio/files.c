@@ -35,7 +35,8 @@ static void drop_file(struct mpiio_file *f) {
  * collective call, so that a bad communicator cannot hang). */
 static int check_comm(MPI_Comm comm) {
   if (comm == MPI_COMM_NULL)
-    return mpiio_error_with_message(MPI_ERR_COMM, "aggio: MPI_File_open on MPI_COMM_NULL");
+    return mpiio_error_with_message(MPI_ERR_COMM,
+                                    "aggio: MPI_File_open on MPI_COMM_NULL");
   int inter = 0;
   if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter)
     return mpiio_error_with_message(MPI_ERR_COMM, "aggio: MPI_File_open needs an "

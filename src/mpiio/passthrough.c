@@ -34,8 +34,8 @@ int mpiio_passthrough_wanted(MPI_Comm comm, const char *path, MPI_Info info,
     return mpiio_error_with_message(
         MPI_ERR_NOT_SAME, "aggio: the hint aggio_passthrough differs between ranks");
   if (all[2])
-    return mpiio_error_with_message(MPI_ERR_ARG, "aggio: a rank passed a NULL file handle "
-                                                 "pointer to MPI_File_open");
+    return mpiio_error_with_message(MPI_ERR_ARG, "aggio: a rank passed a NULL file "
+                                                 "handle pointer to MPI_File_open");
   if (all[3] && !all[0])
     return mpiio_error_with_message(MPI_ERR_NO_MEM, "aggio: a rank had no memory for the "
                                                     "file handle");
