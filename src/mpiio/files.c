@@ -123,7 +123,8 @@ int MPI_Register_datarep(const char *datarep,
   (void)read_conversion_fn, (void)write_conversion_fn, (void)dtype_file_extent_fn;
   (void)extra_state;
   char msg[512];
-  snprintf(msg, sizeof msg, "aggio: MPI_Register_datarep(\"%s\"): user data "
+  snprintf(msg, sizeof msg,
+           "aggio: MPI_Register_datarep(\"%s\"): user data "
            "representations are not supported by aggio (only \"native\")",
            datarep ? datarep : "(null)");
   return mpiio_raise(NULL, mpiio_error_with_message(MPI_ERR_UNSUPPORTED_DATAREP, msg));

@@ -75,8 +75,8 @@ int mpiio_passthrough_here(const char *path, MPI_Info info);
  * error code when the ranks disagree or a rank is not ready (ready: 0, or
  * why not: a NULL handle pointer; no memory for an aggio handle). */
 enum { MPIIO_READY = 0, MPIIO_NOT_READY_ARG = 1, MPIIO_NOT_READY_MEM = 2 };
-int mpiio_passthrough_wanted(MPI_Comm comm, const char *path, MPI_Info info,
-                             int ready, int *wanted);
+int mpiio_passthrough_wanted(MPI_Comm comm, const char *path, MPI_Info info, int ready,
+                             int *wanted);
 
 /* ---- requests.c ------------------------------------------------------------ */
 

@@ -18,8 +18,8 @@ int mpiio_passthrough_here(const char *path, MPI_Info info) {
   return h.passthrough.num != 0;
 }
 
-int mpiio_passthrough_wanted(MPI_Comm comm, const char *path, MPI_Info info,
-                             int ready, int *wanted) {
+int mpiio_passthrough_wanted(MPI_Comm comm, const char *path, MPI_Info info, int ready,
+                             int *wanted) {
   int pass = mpiio_passthrough_here(path, info);
   /* must_match: every rank has to send the file the same way, else half
    * of them would wait in the other library's collective open.  The same

@@ -8,8 +8,8 @@
  */
 #include "mpiio_common.h"
 
-#define BLOCK 8   /* ints per block of the strided view */
-#define NBLK 4    /* blocks per rank in the explicit-offset part */
+#define BLOCK 8 /* ints per block of the strided view */
+#define NBLK 4  /* blocks per rank in the explicit-offset part */
 
 static int rank, nranks;
 
@@ -49,8 +49,8 @@ int main(int argc, char **argv) {
   /* view: blocks of BLOCK ints, ranks round robin */
   MPI_Datatype vec, ft;
   MPI_Type_vector(NBLK * 2, BLOCK, BLOCK * nranks, MPI_INT, &vec);
-  MPI_Type_create_resized(vec, 0, (MPI_Aint)BLOCK * nranks * NBLK * 2 * (MPI_Aint)sizeof(int),
-                          &ft);
+  MPI_Type_create_resized(
+      vec, 0, (MPI_Aint)BLOCK * nranks * NBLK * 2 * (MPI_Aint)sizeof(int), &ft);
   MPI_Type_commit(&ft);
   MPI_Offset disp = (MPI_Offset)rank * BLOCK * sizeof(int);
   rc = MPI_File_set_view(fh, disp, MPI_INT, ft, "native", MPI_INFO_NULL);
@@ -68,7 +68,8 @@ int main(int argc, char **argv) {
   MPI_Type_free(&ft2);
 
   int n = BLOCK * NBLK;
-  int *buf = malloc(sizeof(int) * (size_t)n * 2), *back = malloc(sizeof(int) * (size_t)n * 2);
+  int *buf = malloc(sizeof(int) * (size_t)n * 2),
+      *back = malloc(sizeof(int) * (size_t)n * 2);
   for (int i = 0; i < n * 2; i++)
     buf[i] = value_at(i, rank * 100000);
   MPI_Status st;
@@ -85,8 +86,8 @@ int main(int argc, char **argv) {
   MPI_File_get_position(fh, &pos);
   CHECK(pos == 2 * n, "position %lld", (long long)pos);
   MPI_File_get_byte_offset(fh, BLOCK, &byte);
-  CHECK(byte == disp + (MPI_Offset)BLOCK * nranks * (MPI_Offset)sizeof(int), "byte offset %lld",
-        (long long)byte);
+  CHECK(byte == disp + (MPI_Offset)BLOCK * nranks * (MPI_Offset)sizeof(int),
+        "byte offset %lld", (long long)byte);
   MPI_File_sync(fh);
   memset(back, 0, sizeof(int) * (size_t)n * 2);
   rc = MPI_File_read_at_all(fh, 0, back, 2 * n, MPI_INT, &st);
@@ -125,7 +126,8 @@ int main(int argc, char **argv) {
    * 512 on the other, for this very program): exact under aggio, and the
    * file's final length is checked through PMPI below either way */
   if (aggio)
-    CHECK(size == want_size, "size %lld want %lld", (long long)size, (long long)want_size);
+    CHECK(size == want_size, "size %lld want %lld", (long long)size,
+          (long long)want_size);
 
   /* info, preallocate, set_size */
   MPI_Info info;
@@ -157,8 +159,9 @@ int main(int argc, char **argv) {
   if (ompio) {
     /* seen with Open MPI 4.1.4: ranks leave ompio's preallocate unevenly
      * and the next collective (close) deadlocks */
-    test_skip("MPI_File_preallocate: Open MPI's ompio deadlocks in it here; checked under "
-              "aggio only");
+    test_skip(
+        "MPI_File_preallocate: Open MPI's ompio deadlocks in it here; checked under "
+        "aggio only");
   } else {
     MPI_File_preallocate(fh, full + 100);
     MPI_File_get_size(fh, &size);
@@ -180,7 +183,8 @@ int main(int argc, char **argv) {
       for (int b = 0; b < NBLK * 2; b++)
         for (int k = 0; k < BLOCK; k++) {
           int v;
-          memcpy(&v, file + (((MPI_Offset)b * nranks + r) * BLOCK + k) * sizeof(int), sizeof v);
+          memcpy(&v, file + (((MPI_Offset)b * nranks + r) * BLOCK + k) * sizeof(int),
+                 sizeof v);
           bad += v != value_at(b * BLOCK + k, r * 100000 + 3);
         }
     CHECK(bad == 0, "%d wrong ints in the strided part", bad);

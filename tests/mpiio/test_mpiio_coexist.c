@@ -67,8 +67,8 @@ static void coexist(void) {
   }
   for (int k = 2; k >= 0; k--) {
     memset(buf, 'a' + 8 * k + rank, N);
-    MPI_File_write_at(files[k], (MPI_Offset)rank * N + N / 2, buf + N / 2, N / 2, MPI_BYTE,
-                      MPI_STATUS_IGNORE);
+    MPI_File_write_at(files[k], (MPI_Offset)rank * N + N / 2, buf + N / 2, N / 2,
+                      MPI_BYTE, MPI_STATUS_IGNORE);
   }
   for (int k = 0; k < 3; k++)
     MPI_File_sync(files[k]);
@@ -85,8 +85,9 @@ static void atomic_mode(void) {
   char path[512];
   mpiio_path(path, sizeof path, "atomic");
   MPI_File fh;
-  MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR | MPI_MODE_DELETE_ON_CLOSE,
-                MPI_INFO_NULL, &fh);
+  MPI_File_open(MPI_COMM_WORLD, path,
+                MPI_MODE_CREATE | MPI_MODE_RDWR | MPI_MODE_DELETE_ON_CLOSE, MPI_INFO_NULL,
+                &fh);
   int flag = -1;
   MPI_File_get_atomicity(fh, &flag);
   CHECK(flag == 0, "atomicity starts off (%d)", flag);
@@ -105,8 +106,8 @@ static void atomic_mode(void) {
     int mixed = 0;
     for (int i = 1; i < N; i++)
       mixed += back[i] != back[0];
-    CHECK(mixed == 0 && back[0] % 1000 == round, "round %d: a mixed record (%d ints differ)",
-          round, mixed);
+    CHECK(mixed == 0 && back[0] % 1000 == round,
+          "round %d: a mixed record (%d ints differ)", round, mixed);
     MPI_Barrier(MPI_COMM_WORLD);
   }
   MPI_File_set_atomicity(fh, 0);

@@ -28,31 +28,37 @@ static void open_errors(const char *path, const char *dir) {
   char missing[600];
   snprintf(missing, sizeof missing, "%s/no/such/dir/x.dat", dir);
   int rc = MPI_File_open(MPI_COMM_WORLD, missing, MPI_MODE_RDONLY, MPI_INFO_NULL, &fh);
-  CHECK(error_class(rc) == MPI_ERR_NO_SUCH_FILE, "missing file: class %d", error_class(rc));
+  CHECK(error_class(rc) == MPI_ERR_NO_SUCH_FILE, "missing file: class %d",
+        error_class(rc));
   char msg[MPI_MAX_ERROR_STRING] = "";
   int len = 0;
   MPI_Error_string(rc, msg, &len);
   CHECK(len > 0 && (int)strlen(msg) == len, "error string '%s'", msg);
   if (aggio)
-    CHECK(strncmp(msg, "aggio", 5) == 0 && strstr(msg, "x.dat"), "aggio's message '%s'", msg);
-  rc = MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_EXCL | MPI_MODE_WRONLY,
+    CHECK(strncmp(msg, "aggio", 5) == 0 && strstr(msg, "x.dat"), "aggio's message '%s'",
+          msg);
+  rc = MPI_File_open(MPI_COMM_WORLD, path,
+                     MPI_MODE_CREATE | MPI_MODE_EXCL | MPI_MODE_WRONLY, MPI_INFO_NULL,
+                     &fh);
+  CHECK(error_class(rc) == MPI_ERR_FILE_EXISTS, "exclusive create: class %d",
+        error_class(rc));
+  rc = MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_RDONLY | MPI_MODE_WRONLY,
                      MPI_INFO_NULL, &fh);
-  CHECK(error_class(rc) == MPI_ERR_FILE_EXISTS, "exclusive create: class %d", error_class(rc));
-  rc = MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_RDONLY | MPI_MODE_WRONLY, MPI_INFO_NULL,
-                     &fh);
   CHECK(error_class(rc) == MPI_ERR_AMODE, "RDONLY|WRONLY: class %d", error_class(rc));
-  rc = MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_RDONLY | MPI_MODE_CREATE, MPI_INFO_NULL,
-                     &fh);
+  rc = MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_RDONLY | MPI_MODE_CREATE,
+                     MPI_INFO_NULL, &fh);
   CHECK(error_class(rc) == MPI_ERR_AMODE, "RDONLY|CREATE: class %d", error_class(rc));
   rc = MPI_File_delete(missing, MPI_INFO_NULL);
-  CHECK(error_class(rc) == MPI_ERR_NO_SUCH_FILE, "delete missing: class %d", error_class(rc));
+  CHECK(error_class(rc) == MPI_ERR_NO_SUCH_FILE, "delete missing: class %d",
+        error_class(rc));
   if (aggio) {
     char longname[5000];
     memset(longname, 'n', sizeof longname - 1);
     longname[sizeof longname - 1] = '\0';
     longname[0] = '/';
     rc = MPI_File_open(MPI_COMM_WORLD, longname, MPI_MODE_RDONLY, MPI_INFO_NULL, &fh);
-    CHECK(error_class(rc) == MPI_ERR_BAD_FILE, "name too long: class %d", error_class(rc));
+    CHECK(error_class(rc) == MPI_ERR_BAD_FILE, "name too long: class %d",
+          error_class(rc));
   }
 }
 
@@ -101,7 +107,8 @@ static void handlers(const char *path) {
   MPI_Errhandler_free(&eh); /* the file keeps it alive */
   int v = 0;
   rc = MPI_File_write_at(fh, 0, &v, 1, MPI_INT, MPI_STATUS_IGNORE);
-  CHECK(rc != MPI_SUCCESS && handler_calls == 1, "handler called once (%d)", handler_calls);
+  CHECK(rc != MPI_SUCCESS && handler_calls == 1, "handler called once (%d)",
+        handler_calls);
   CHECK(handler_file == fh, "handler got the file");
   CHECK(handler_last_class == error_class(rc), "handler got the code");
   MPI_File_call_errhandler(fh, MPI_ERR_IO);
@@ -138,7 +145,8 @@ static void fortran_handles(const char *path) {
   CHECK(rc == MPI_SUCCESS && size == 16 * nranks, "get_size through f2c %lld",
         (long long)size);
   MPI_File_close(&fh);
-  CHECK(MPI_File_c2f(MPI_FILE_NULL) == MPI_File_c2f(fh), "closed handle is MPI_FILE_NULL");
+  CHECK(MPI_File_c2f(MPI_FILE_NULL) == MPI_File_c2f(fh),
+        "closed handle is MPI_FILE_NULL");
 }
 
 static void datareps(const char *path) {
@@ -173,7 +181,8 @@ int main(int argc, char **argv) {
   char path[512];
   mpiio_path(path, sizeof path, "errors");
   MPI_File fh;
-  MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL, &fh);
+  MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL,
+                &fh);
   char rec[16];
   memset(rec, 'e', sizeof rec);
   MPI_File_write_at_all(fh, 16 * rank, rec, 16, MPI_BYTE, MPI_STATUS_IGNORE);

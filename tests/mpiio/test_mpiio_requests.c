@@ -45,7 +45,9 @@ int main(int argc, char **argv) {
   rc = MPI_File_iwrite_at(fh, (MPI_Offset)rank * N * (MPI_Offset)sizeof(int), buf, N / 2,
                           MPI_INT, &reqs[1]);
   CHECK(rc == MPI_SUCCESS && reqs[1] != MPI_REQUEST_NULL, "iwrite_at %d", rc);
-  MPI_File_seek(fh, (MPI_Offset)rank * N * (MPI_Offset)sizeof(int) + N / 2 * (MPI_Offset)sizeof(int),
+  MPI_File_seek(fh,
+                (MPI_Offset)rank * N * (MPI_Offset)sizeof(int) +
+                    N / 2 * (MPI_Offset)sizeof(int),
                 MPI_SEEK_SET);
   rc = MPI_File_iwrite(fh, buf + N / 2, N / 2, MPI_INT, &reqs[2]);
   CHECK(rc == MPI_SUCCESS, "iwrite %d", rc);
@@ -61,7 +63,8 @@ int main(int argc, char **argv) {
   CHECK(count == N / 2, "iwrite count %d", count);
   MPI_Offset pos = -1;
   MPI_File_get_position(fh, &pos);
-  CHECK(pos == (MPI_Offset)rank * N * (MPI_Offset)sizeof(int) + N * (MPI_Offset)sizeof(int),
+  CHECK(pos ==
+            (MPI_Offset)rank * N * (MPI_Offset)sizeof(int) + N * (MPI_Offset)sizeof(int),
         "position after iwrite %lld", (long long)pos);
   for (int i = 0; i < 3; i++)
     CHECK(reqs[i] == MPI_REQUEST_NULL, "request %d freed", i);
@@ -72,7 +75,8 @@ int main(int argc, char **argv) {
   /* iread_at by MPI_Testany until done, then MPI_Get_elements */
   MPI_Request rr[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
   memset(back, 0, sizeof(int) * N);
-  MPI_File_iread_at(fh, (MPI_Offset)next * N * (MPI_Offset)sizeof(int), back, N, MPI_INT, &rr[1]);
+  MPI_File_iread_at(fh, (MPI_Offset)next * N * (MPI_Offset)sizeof(int), back, N, MPI_INT,
+                    &rr[1]);
   int idx = -1, flag = 0;
   MPI_Status st;
   for (int spins = 0; !flag && spins < 1000000; spins++)
@@ -85,8 +89,10 @@ int main(int argc, char **argv) {
   for (int i = 0; i < N; i++)
     bad += back[i] != next * 1000003 + i;
   if (ompio && nranks > 1)
-    test_skip("another rank's non-blocking writes after sync-barrier-sync: Open MPI's ompio "
-              "reads zeros (%d wrong); checked under aggio only", bad);
+    test_skip(
+        "another rank's non-blocking writes after sync-barrier-sync: Open MPI's ompio "
+        "reads zeros (%d wrong); checked under aggio only",
+        bad);
   else
     CHECK(bad == 0, "%d wrong ints read from rank %d's part", bad, next);
 
@@ -94,8 +100,9 @@ int main(int argc, char **argv) {
   MPI_Offset end = (MPI_Offset)nranks * N * (MPI_Offset)sizeof(int);
   if (ompio) {
     /* seen with Open MPI 4.1.4: MPI_Wait never returns */
-    test_skip("non-blocking read past the end of file: Open MPI's ompio never completes it; "
-              "checked under aggio only");
+    test_skip(
+        "non-blocking read past the end of file: Open MPI's ompio never completes it; "
+        "checked under aggio only");
   } else {
     MPI_Request r1;
     MPI_File_iread_at(fh, end - 10, back, N, MPI_INT, &r1);
@@ -117,7 +124,8 @@ int main(int argc, char **argv) {
   for (int i = 0; i < N; i++)
     buf[i] = -(rank * 1000003 + i);
   MPI_Request c;
-  MPI_File_iwrite_at_all(fh, (MPI_Offset)rank * N * (MPI_Offset)sizeof(int), buf, N, MPI_INT, &c);
+  MPI_File_iwrite_at_all(fh, (MPI_Offset)rank * N * (MPI_Offset)sizeof(int), buf, N,
+                         MPI_INT, &c);
   MPI_Wait(&c, &st);
   MPI_Get_count(&st, MPI_INT, &count);
   CHECK(count == N, "iwrite_at_all count %d", count);
