@@ -26,37 +26,35 @@
 #include "mpiio.h"
 
 /* X(AGGIO name, MPI class) */
-#define MPIIO_CLASS_MAP(X)                  \
-  X(ARG, MPI_ERR_ARG)                       \
-  X(BAD_FILE, MPI_ERR_FILE)                 \
-  X(AMODE, MPI_ERR_AMODE)                   \
-  X(NO_SUCH_FILE, MPI_ERR_NO_SUCH_FILE)     \
-  X(FILE_EXISTS, MPI_ERR_FILE_EXISTS)       \
-  X(ACCESS, MPI_ERR_ACCESS)                 \
-  X(NO_SPACE, MPI_ERR_NO_SPACE)             \
-  X(IO, MPI_ERR_IO)                         \
-  X(OVERFLOW, MPI_ERR_COUNT)                \
-  X(OFFSET, MPI_ERR_ARG)                    \
-  X(TYPE, MPI_ERR_TYPE)                     \
-  X(NOMEM, MPI_ERR_NO_MEM)                  \
-  X(HINT_MISMATCH, MPI_ERR_NOT_SAME)        \
-  X(MPI, MPI_ERR_OTHER)                     \
-  X(READ_ONLY, MPI_ERR_READ_ONLY)           \
+#define MPIIO_CLASS_MAP(X)                      \
+  X(ARG, MPI_ERR_ARG)                           \
+  X(BAD_FILE, MPI_ERR_FILE)                     \
+  X(AMODE, MPI_ERR_AMODE)                       \
+  X(NO_SUCH_FILE, MPI_ERR_NO_SUCH_FILE)         \
+  X(FILE_EXISTS, MPI_ERR_FILE_EXISTS)           \
+  X(ACCESS, MPI_ERR_ACCESS)                     \
+  X(NO_SPACE, MPI_ERR_NO_SPACE)                 \
+  X(IO, MPI_ERR_IO)                             \
+  X(OVERFLOW, MPI_ERR_COUNT)                    \
+  X(OFFSET, MPI_ERR_ARG)                        \
+  X(TYPE, MPI_ERR_TYPE)                         \
+  X(NOMEM, MPI_ERR_NO_MEM)                      \
+  X(HINT_MISMATCH, MPI_ERR_NOT_SAME)            \
+  X(MPI, MPI_ERR_OTHER)                         \
+  X(READ_ONLY, MPI_ERR_READ_ONLY)               \
   X(UNSUPPORTED, MPI_ERR_UNSUPPORTED_OPERATION) \
-  X(NOT_SAME, MPI_ERR_NOT_SAME)             \
-  X(FILE_IN_USE, MPI_ERR_FILE_IN_USE)       \
-  X(NAME, MPI_ERR_BAD_FILE)                 \
+  X(NOT_SAME, MPI_ERR_NOT_SAME)                 \
+  X(FILE_IN_USE, MPI_ERR_FILE_IN_USE)           \
+  X(NAME, MPI_ERR_BAD_FILE)                     \
   X(REQUEST, MPI_ERR_REQUEST)
 
 static int class_of(int aggio_code) {
   switch (aggio_code) {
 #define MPIIO__CASE(name, cls) \
-  case AGGIO_ERR_##name:       \
-    return cls;
+  case AGGIO_ERR_##name: return cls;
     MPIIO_CLASS_MAP(MPIIO__CASE)
 #undef MPIIO__CASE
-  default:
-    return MPI_ERR_OTHER;
+  default: return MPI_ERR_OTHER;
   }
 }
 
@@ -300,10 +298,11 @@ int MPI_File_set_errhandler(MPI_File fh, MPI_Errhandler eh) {
     }
     return rc;
   }
-  if (!usable_on_files(eh))
-    return mpiio_raise(f, mpiio_error_with_message(
-                              MPI_ERR_ARG, "aggio: not a file error handler (make it with "
-                                           "MPI_File_create_errhandler)"));
+  if (!usable_on_files(eh)) {
+    const char *msg = "aggio: not a file error handler (make it with "
+                      "MPI_File_create_errhandler)";
+    return mpiio_raise(f, mpiio_error_with_message(MPI_ERR_ARG, msg));
+  }
   mpiio_detach_errhandler(f);
   mpiio_attach_errhandler(f, eh);
   return MPI_SUCCESS;
@@ -314,7 +313,8 @@ int MPI_File_get_errhandler(MPI_File fh, MPI_Errhandler *eh) {
   if (!f)
     return PMPI_File_get_errhandler(fh, eh);
   if (!eh)
-    return mpiio_raise(f, mpiio_error_with_message(MPI_ERR_ARG, "aggio: errhandler is NULL"));
+    return mpiio_raise(
+        f, mpiio_error_with_message(MPI_ERR_ARG, "aggio: errhandler is NULL"));
   pthread_mutex_lock(&lock);
   *eh = f->errhandler;
   struct handler *h = find_handler(*eh);

@@ -35,7 +35,8 @@ static void drop_file(struct mpiio_file *f) {
  * collective call, so that a bad communicator cannot hang). */
 static int check_comm(MPI_Comm comm) {
   if (comm == MPI_COMM_NULL)
-    return mpiio_error_with_message(MPI_ERR_COMM, "aggio: MPI_File_open on MPI_COMM_NULL");
+    return mpiio_error_with_message(MPI_ERR_COMM,
+                                    "aggio: MPI_File_open on MPI_COMM_NULL");
   int inter = 0;
   if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter)
     return mpiio_error_with_message(MPI_ERR_COMM, "aggio: MPI_File_open needs an "
@@ -48,9 +49,10 @@ int MPI_File_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info,
   int rc = check_comm(comm);
   if (rc != MPI_SUCCESS)
     return mpiio_raise(NULL, rc);
-  struct mpiio_file *f = new_file(amode);
+  struct mpiio_file *f = fh ? new_file(amode) : NULL;
+  int ready = !fh ? MPIIO_NOT_READY_ARG : !f ? MPIIO_NOT_READY_MEM : MPIIO_READY;
   int pass = 0;
-  rc = mpiio_passthrough_wanted(comm, filename, info, f != NULL, &pass);
+  rc = mpiio_passthrough_wanted(comm, filename, info, ready, &pass);
   if (rc != MPI_SUCCESS || pass) {
     if (f)
       drop_file(f);
@@ -58,14 +60,9 @@ int MPI_File_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info,
                              : PMPI_File_open(comm, filename, amode, info, fh);
   }
   rc = aggio_file_open(comm, filename, amode, info, &f->af);
-  if (rc != AGGIO_SUCCESS || !fh) {
-    if (rc == AGGIO_SUCCESS) { /* aggio had the pointer checked: unreachable */
-      aggio_file_close(&f->af);
-      rc = AGGIO_ERR_ARG;
-    }
+  if (rc != AGGIO_SUCCESS) {
     drop_file(f);
-    if (fh)
-      *fh = MPI_FILE_NULL;
+    *fh = MPI_FILE_NULL;
     return mpiio_raise(NULL, mpiio_error_code(rc, amode));
   }
   mpiio_attach_errhandler(f, mpiio_default_errhandler());
@@ -126,7 +123,8 @@ int MPI_Register_datarep(const char *datarep,
   (void)read_conversion_fn, (void)write_conversion_fn, (void)dtype_file_extent_fn;
   (void)extra_state;
   char msg[512];
-  snprintf(msg, sizeof msg, "aggio: MPI_Register_datarep(\"%s\"): user data "
+  snprintf(msg, sizeof msg,
+           "aggio: MPI_Register_datarep(\"%s\"): user data "
            "representations are not supported by aggio (only \"native\")",
            datarep ? datarep : "(null)");
   return mpiio_raise(NULL, mpiio_error_with_message(MPI_ERR_UNSUPPORTED_DATAREP, msg));

@@ -72,10 +72,11 @@ void mpiio_detach_errhandler(struct mpiio_file *f);
 int mpiio_passthrough_here(const char *path, MPI_Info info);
 /* Collective over comm: *wanted = 1 when the file goes to the MPI library,
  * 0 when aggio serves it.  Returns MPI_SUCCESS, or on every rank an MPI
- * error code when the ranks disagree or, for an aggio open, a rank is not
- * ready (ready 0: it could not make room for the handle). */
-int mpiio_passthrough_wanted(MPI_Comm comm, const char *path, MPI_Info info,
-                             int ready, int *wanted);
+ * error code when the ranks disagree or a rank is not ready (ready: 0, or
+ * why not: a NULL handle pointer; no memory for an aggio handle). */
+enum { MPIIO_READY = 0, MPIIO_NOT_READY_ARG = 1, MPIIO_NOT_READY_MEM = 2 };
+int mpiio_passthrough_wanted(MPI_Comm comm, const char *path, MPI_Info info, int ready,
+                             int *wanted);
 
 /* ---- requests.c ------------------------------------------------------------ */
 

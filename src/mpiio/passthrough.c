@@ -18,23 +18,27 @@ int mpiio_passthrough_here(const char *path, MPI_Info info) {
   return h.passthrough.num != 0;
 }
 
-int mpiio_passthrough_wanted(MPI_Comm comm, const char *path, MPI_Info info,
-                             int ready, int *wanted) {
+int mpiio_passthrough_wanted(MPI_Comm comm, const char *path, MPI_Info info, int ready,
+                             int *wanted) {
   int pass = mpiio_passthrough_here(path, info);
   /* must_match: every rank has to send the file the same way, else half
    * of them would wait in the other library's collective open.  The same
-   * reduction tells whether every rank is ready (a handle slot) for an
-   * aggio open, so that none enters it alone. */
-  int mine[3] = {pass, !pass, !ready}, all[3] = {0, 0, 0};
-  int rc = PMPI_Allreduce(mine, all, 3, MPI_INT, MPI_MAX, comm);
+   * reduction tells whether every rank is ready for an aggio open (a
+   * handle pointer, memory for the handle), so that none enters it alone. */
+  int mine[4] = {pass, !pass, ready == MPIIO_NOT_READY_ARG, ready == MPIIO_NOT_READY_MEM};
+  int all[4] = {0, 0, 0, 0};
+  int rc = PMPI_Allreduce(mine, all, 4, MPI_INT, MPI_MAX, comm);
   if (rc != MPI_SUCCESS)
     return rc;
-  if (all[2] && !all[0])
-    return mpiio_error_with_message(MPI_ERR_NO_MEM, "aggio: a rank had no memory for the "
-                                                    "file handle");
   if (all[0] && all[1])
     return mpiio_error_with_message(
         MPI_ERR_NOT_SAME, "aggio: the hint aggio_passthrough differs between ranks");
+  if (all[2])
+    return mpiio_error_with_message(MPI_ERR_ARG, "aggio: a rank passed a NULL file "
+                                                 "handle pointer to MPI_File_open");
+  if (all[3] && !all[0])
+    return mpiio_error_with_message(MPI_ERR_NO_MEM, "aggio: a rank had no memory for the "
+                                                    "file handle");
   *wanted = all[0];
   return MPI_SUCCESS;
 }

@@ -2,8 +2,10 @@
 # Installs aggio into a scratch prefix, then builds the README example twice,
 # once with pkg-config and once with CMake's find_package(aggio), and runs
 # both at 2 ranks; the installed aggio-bench must start from the prefix alone
-# (its RPATH).  With --static first, it builds a static libaggio.a from the
-# sources into the scratch prefix and checks the same against it.
+# (its RPATH); the installed aggio-run runs a plain MPI-IO program on the
+# installed libaggio-mpiio.  With --static first, it builds a static
+# libaggio.a from the sources into the scratch prefix and checks the same
+# against it.
 # Args: [--static] build-dir source-dir mpicc mpiexec [mpiexec flags]
 set -euo pipefail
 static=0
@@ -58,4 +60,15 @@ if [ -x "$prefix/bin/aggio-bench" ]; then
   env -u LD_LIBRARY_PATH "$prefix/bin/aggio-bench" -h >/dev/null \
     || { echo "installed aggio-bench -h failed"; exit 1; }
 fi
+# libaggio-mpiio and aggio-run: a plain MPI-IO program, built against the
+# MPI library alone, runs on aggio through the installed launcher, which
+# finds the installed library for this MPI by itself.
+test -x "$prefix/bin/aggio-run" || { echo "no aggio-run installed"; exit 1; }
+mpiio_lib=$(find "$prefix" -path "$prefix/build" -prune -o -name 'libaggio-mpiio.so' -print | head -1)
+test -n "$mpiio_lib" || { echo "no libaggio-mpiio.so installed"; exit 1; }
+"$cc" -D_GNU_SOURCE -I"$src/tests" -I"$src/tests/mpiio" "$src/tests/mpiio/test_mpiio_shared.c" \
+  -o "$prefix/mpiio_plain" -ldl
+env -u LD_LIBRARY_PATH -u AGGIO_MPI_FLAVOR -u AGGIO_MPIIO_LIB AGGIO_TEST_EXPECT_AGGIO=1 \
+  AGGIO_TEST_DIR="$prefix" "$run" -n 2 "$@" "$prefix/bin/aggio-run" "$prefix/mpiio_plain" \
+  || { echo "a plain MPI-IO program under the installed aggio-run failed"; exit 1; }
 echo "install check ($([ $static = 1 ] && echo static || echo shared)): ok"

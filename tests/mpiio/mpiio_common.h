@@ -52,7 +52,8 @@ static inline int error_class(int code) {
 
 /* The whole file as the MPI library's MPI-IO reads it (PMPI, not aggio);
  * *len its size.  Every rank of comm gets it. */
-static inline char *mpiio_read_reference(MPI_Comm comm, const char *path, MPI_Offset *len) {
+static inline char *mpiio_read_reference(MPI_Comm comm, const char *path,
+                                         MPI_Offset *len) {
   MPI_File fh;
   *len = -1;
   if (PMPI_File_open(comm, path, MPI_MODE_RDONLY, MPI_INFO_NULL, &fh) != MPI_SUCCESS)

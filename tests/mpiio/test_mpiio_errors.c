@@ -1,0 +1,209 @@
+/*
+ * test_mpiio_errors.c - errors as MPI error classes, MPI_Error_string,
+ * file error handlers (the default MPI_ERRORS_RETURN, a handler of the
+ * program's own: set, get, call, kept alive after MPI_Errhandler_free, on
+ * MPI_FILE_NULL for failed opens), MPI_File_c2f/f2c and the refused data
+ * representations.  Classes where the MPI libraries themselves differ are
+ * checked under aggio only.  With the argument "fatal": a write on a
+ * read-only file under MPI_ERRORS_ARE_FATAL, which must end the job.
+ * aggio-test-ranks: 1 2 4
+ */
+#include <unistd.h>
+
+#include "mpiio_common.h"
+
+static int handler_calls, handler_last_class;
+static MPI_File handler_file;
+
+static void count_errors(MPI_File *fh, int *code, ...) {
+  handler_calls++;
+  handler_last_class = error_class(*code);
+  handler_file = *fh;
+}
+
+static int rank, nranks, aggio;
+
+static void open_errors(const char *path, const char *dir) {
+  MPI_File fh = MPI_FILE_NULL;
+  char missing[600];
+  snprintf(missing, sizeof missing, "%s/no/such/dir/x.dat", dir);
+  int rc = MPI_File_open(MPI_COMM_WORLD, missing, MPI_MODE_RDONLY, MPI_INFO_NULL, &fh);
+  CHECK(error_class(rc) == MPI_ERR_NO_SUCH_FILE, "missing file: class %d",
+        error_class(rc));
+  char msg[MPI_MAX_ERROR_STRING] = "";
+  int len = 0;
+  MPI_Error_string(rc, msg, &len);
+  CHECK(len > 0 && (int)strlen(msg) == len, "error string '%s'", msg);
+  if (aggio)
+    CHECK(strncmp(msg, "aggio", 5) == 0 && strstr(msg, "x.dat"), "aggio's message '%s'",
+          msg);
+  rc = MPI_File_open(MPI_COMM_WORLD, path,
+                     MPI_MODE_CREATE | MPI_MODE_EXCL | MPI_MODE_WRONLY, MPI_INFO_NULL,
+                     &fh);
+  CHECK(error_class(rc) == MPI_ERR_FILE_EXISTS, "exclusive create: class %d",
+        error_class(rc));
+  rc = MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_RDONLY | MPI_MODE_WRONLY,
+                     MPI_INFO_NULL, &fh);
+  CHECK(error_class(rc) == MPI_ERR_AMODE, "RDONLY|WRONLY: class %d", error_class(rc));
+  rc = MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_RDONLY | MPI_MODE_CREATE,
+                     MPI_INFO_NULL, &fh);
+  CHECK(error_class(rc) == MPI_ERR_AMODE, "RDONLY|CREATE: class %d", error_class(rc));
+  rc = MPI_File_delete(missing, MPI_INFO_NULL);
+  CHECK(error_class(rc) == MPI_ERR_NO_SUCH_FILE, "delete missing: class %d",
+        error_class(rc));
+  if (aggio) {
+    char longname[5000];
+    memset(longname, 'n', sizeof longname - 1);
+    longname[sizeof longname - 1] = '\0';
+    longname[0] = '/';
+    rc = MPI_File_open(MPI_COMM_WORLD, longname, MPI_MODE_RDONLY, MPI_INFO_NULL, &fh);
+    CHECK(error_class(rc) == MPI_ERR_BAD_FILE, "name too long: class %d",
+          error_class(rc));
+  }
+}
+
+static void access_errors(const char *path) {
+  MPI_File fh;
+  int v[4] = {1, 2, 3, 4};
+  MPI_Status st;
+  int rc = MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_RDONLY, MPI_INFO_NULL, &fh);
+  CHECK(rc == MPI_SUCCESS, "open read-only %d", rc);
+  rc = MPI_File_write_at(fh, 0, v, 4, MPI_INT, &st);
+  int cls = error_class(rc);
+  CHECK(cls == MPI_ERR_READ_ONLY || (!aggio && cls == MPI_ERR_ACCESS),
+        "write on a read-only file: class %d", cls);
+  rc = MPI_File_read_at(fh, 0, v, -1, MPI_INT, &st);
+  CHECK(error_class(rc) == MPI_ERR_COUNT || (!aggio && rc != MPI_SUCCESS),
+        "negative count: class %d", error_class(rc));
+  rc = MPI_File_read_at(fh, 0, v, 1, MPI_DATATYPE_NULL, &st);
+  CHECK(error_class(rc) == MPI_ERR_TYPE, "null datatype: class %d", error_class(rc));
+  if (aggio) {
+    rc = MPI_File_read_at(fh, -4, v, 1, MPI_INT, &st);
+    CHECK(error_class(rc) == MPI_ERR_ARG, "negative offset: class %d", error_class(rc));
+  }
+  MPI_File_close(&fh);
+  rc = MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_WRONLY, MPI_INFO_NULL, &fh);
+  CHECK(rc == MPI_SUCCESS, "open write-only %d", rc);
+  rc = MPI_File_read_at(fh, 0, v, 4, MPI_INT, &st);
+  cls = error_class(rc);
+  CHECK(cls == MPI_ERR_ACCESS || (!aggio && rc != MPI_SUCCESS),
+        "read on a write-only file: class %d", cls);
+  MPI_File_close(&fh);
+}
+
+static void handlers(const char *path) {
+  MPI_File fh;
+  int rc = MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_RDONLY, MPI_INFO_NULL, &fh);
+  MPI_Errhandler eh = MPI_ERRHANDLER_NULL, got = MPI_ERRHANDLER_NULL;
+  MPI_File_get_errhandler(fh, &got);
+  CHECK(got == MPI_ERRORS_RETURN, "default handler on a file is MPI_ERRORS_RETURN");
+  MPI_Errhandler_free(&got);
+  rc = MPI_File_create_errhandler(count_errors, &eh);
+  CHECK(rc == MPI_SUCCESS, "create_errhandler %d", rc);
+  MPI_File_set_errhandler(fh, eh);
+  MPI_File_get_errhandler(fh, &got);
+  CHECK(got == eh, "get_errhandler gives the handler set");
+  MPI_Errhandler_free(&got);
+  MPI_Errhandler_free(&eh); /* the file keeps it alive */
+  int v = 0;
+  rc = MPI_File_write_at(fh, 0, &v, 1, MPI_INT, MPI_STATUS_IGNORE);
+  CHECK(rc != MPI_SUCCESS && handler_calls == 1, "handler called once (%d)",
+        handler_calls);
+  CHECK(handler_file == fh, "handler got the file");
+  CHECK(handler_last_class == error_class(rc), "handler got the code");
+  MPI_File_call_errhandler(fh, MPI_ERR_IO);
+  CHECK(handler_calls == 2 && handler_last_class == MPI_ERR_IO, "call_errhandler (%d)",
+        handler_calls);
+  MPI_File_set_errhandler(fh, MPI_ERRORS_RETURN);
+  MPI_File_write_at(fh, 0, &v, 1, MPI_INT, MPI_STATUS_IGNORE);
+  CHECK(handler_calls == 2, "MPI_ERRORS_RETURN again: no call");
+  MPI_File_close(&fh);
+
+  /* MPI_FILE_NULL's handler: failed opens */
+  MPI_Errhandler eh2;
+  MPI_File_create_errhandler(count_errors, &eh2);
+  MPI_File_set_errhandler(MPI_FILE_NULL, eh2);
+  char missing[600];
+  snprintf(missing, sizeof missing, "%s.missing", path);
+  handler_calls = 0;
+  rc = MPI_File_open(MPI_COMM_WORLD, missing, MPI_MODE_RDONLY, MPI_INFO_NULL, &fh);
+  CHECK(handler_calls == 1 && handler_last_class == MPI_ERR_NO_SUCH_FILE,
+        "MPI_FILE_NULL's handler on a failed open (%d calls)", handler_calls);
+  CHECK(handler_file == MPI_FILE_NULL, "handler got MPI_FILE_NULL");
+  MPI_File_set_errhandler(MPI_FILE_NULL, MPI_ERRORS_RETURN);
+  MPI_Errhandler_free(&eh2);
+}
+
+static void fortran_handles(const char *path) {
+  MPI_File fh;
+  MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_RDONLY, MPI_INFO_NULL, &fh);
+  MPI_Fint f = MPI_File_c2f(fh);
+  MPI_File back = MPI_File_f2c(f);
+  CHECK(back == fh, "f2c(c2f(fh)) == fh");
+  MPI_Offset size = -1;
+  int rc = MPI_File_get_size(back, &size);
+  CHECK(rc == MPI_SUCCESS && size == 16 * nranks, "get_size through f2c %lld",
+        (long long)size);
+  MPI_File_close(&fh);
+  CHECK(MPI_File_c2f(MPI_FILE_NULL) == MPI_File_c2f(fh),
+        "closed handle is MPI_FILE_NULL");
+}
+
+static void datareps(const char *path) {
+  MPI_File fh;
+  MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_RDONLY, MPI_INFO_NULL, &fh);
+  if (aggio) {
+    int rc = MPI_File_set_view(fh, 0, MPI_INT, MPI_INT, "external32", MPI_INFO_NULL);
+    CHECK(error_class(rc) == MPI_ERR_UNSUPPORTED_DATAREP, "external32: class %d",
+          error_class(rc));
+    rc = MPI_File_set_view(fh, 0, MPI_INT, MPI_INT, "internal", MPI_INFO_NULL);
+    CHECK(error_class(rc) == MPI_ERR_UNSUPPORTED_DATAREP, "internal: class %d",
+          error_class(rc));
+    rc = MPI_Register_datarep("mine", MPI_CONVERSION_FN_NULL, MPI_CONVERSION_FN_NULL,
+                              NULL, NULL);
+    CHECK(error_class(rc) == MPI_ERR_UNSUPPORTED_DATAREP, "register_datarep: class %d",
+          error_class(rc));
+    char msg[MPI_MAX_ERROR_STRING] = "";
+    int len = 0;
+    MPI_Error_string(rc, msg, &len);
+    CHECK(strstr(msg, "not supported"), "register_datarep message '%s'", msg);
+  }
+  int rc = MPI_File_set_view(fh, 0, MPI_INT, MPI_INT, "native", MPI_INFO_NULL);
+  CHECK(rc == MPI_SUCCESS, "native view after the refusals %d", rc);
+  MPI_File_close(&fh);
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+  aggio = mpiio_check_mode();
+  char path[512];
+  mpiio_path(path, sizeof path, "errors");
+  MPI_File fh;
+  MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL,
+                &fh);
+  char rec[16];
+  memset(rec, 'e', sizeof rec);
+  MPI_File_write_at_all(fh, 16 * rank, rec, 16, MPI_BYTE, MPI_STATUS_IGNORE);
+  MPI_File_close(&fh);
+  if (argc > 1 && strcmp(argv[1], "fatal") == 0) {
+    /* ctest expects the abort and its message (mpiio.errors_are_fatal) */
+    MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_RDONLY, MPI_INFO_NULL, &fh);
+    MPI_File_set_errhandler(fh, MPI_ERRORS_ARE_FATAL);
+    MPI_File_write_at(fh, 0, rec, 16, MPI_BYTE, MPI_STATUS_IGNORE);
+    fprintf(stderr, "FAIL: still running after an error under MPI_ERRORS_ARE_FATAL\n");
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  open_errors(path, test_dir());
+  access_errors(path);
+  handlers(path);
+  fortran_handles(path);
+  datareps(path);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0)
+    MPI_File_delete(path, MPI_INFO_NULL);
+  int status = test_summary_mpi(MPI_COMM_WORLD);
+  MPI_Finalize();
+  return status;
+}
