@@ -420,7 +420,11 @@ static int check_etype(aggio_file fh, MPI_Datatype etype, int64_t *esize,
 
 /* The filetype's rules, given its flattened form: whole etypes (a size of 0
  * is allowed: a rank with nothing to access), non-negative and
- * non-decreasing displacements, and no overlap for a writable file. */
+ * non-decreasing displacements, and no overlap for a writable file, within
+ * one instance.  Between instances the rules are checked per access
+ * (io.c): HDF5 builds filetypes whose data run past their extent (resized
+ * and struct types) and accesses one instance of them at a time, which MPI
+ * libraries accept. */
 static int filetype_rules(aggio_file fh, const struct aggio__flat *ft, int64_t esize,
                           struct aggio__err *e) {
   if (ft->size % esize != 0)
@@ -431,10 +435,10 @@ static int filetype_rules(aggio_file fh, const struct aggio__flat *ft, int64_t e
     return aggio__fail(e, AGGIO_ERR_TYPE, "rank %d: filetype has a negative "
                        "displacement (%lld); MPI-IO requires non-negative ones",
                        fh->rank, (long long)ft->off[0]);
-  if (!aggio__flat_is_monotonic(ft))
+  if (!aggio__flat_pieces_ordered(ft, 0))
     return aggio__fail(e, AGGIO_ERR_TYPE, "rank %d: filetype displacements must "
                        "be monotonically non-decreasing", fh->rank);
-  if (writable(fh) && !aggio__flat_is_disjoint(ft))
+  if (writable(fh) && !aggio__flat_pieces_ordered(ft, 1))
     return aggio__fail(e, AGGIO_ERR_TYPE, "rank %d: filetype has overlapping regions, "
                        "which MPI-IO forbids for a file opened for writing", fh->rank);
   return 0;
@@ -818,5 +822,9 @@ int aggio_file_get_info(aggio_file fh, MPI_Info *info_used) {
     placement_info(fh, *info_used);
   if (e.code == 0 && fh->strategy_used)
     MPI_Info_set(*info_used, "aggio_strategy_selected", fh->strategy_used);
+  if (e.code == 0 && fh->exchange_used[0])
+    MPI_Info_set(*info_used, "aggio_exchange_selected", fh->exchange_used);
+  if (e.code == 0 && fh->exchange_why[0])
+    MPI_Info_set(*info_used, "aggio_exchange_error", fh->exchange_why);
   return aggio__finish(&e);
 }

@@ -141,9 +141,11 @@ static const struct word strategy_words[] = {{"auto", AGGIO_STRAT_AUTO},
                                              {"write-behind", AGGIO_STRAT_WRITE_BEHIND},
                                              {"two-phase", AGGIO_STRAT_TWO_PHASE},
                                              {"twophase", AGGIO_STRAT_TWO_PHASE},
+                                             {"node_local", AGGIO_STRAT_NODE_LOCAL},
+                                             {"node-local", AGGIO_STRAT_NODE_LOCAL},
                                              {NULL, 0}};
 static const char *const strategy_canon[] = {"auto", "independent", "two_phase",
-                                             "write_behind"};
+                                             "write_behind", "node_local"};
 
 /* Looks the span up in a word list; 0 and *num on success, -1 if absent. */
 static int parse_word(const struct word *w, const char *b, const char *e, int64_t *num) {
@@ -222,7 +224,7 @@ static const char *kind_expect(enum aggio__hint_kind kind) {
   switch (kind) {
   case AGGIO_HK_TRISTATE: return "not enable, disable or automatic";
   case AGGIO_HK_BOOL: return "not true or false";
-  case AGGIO_HK_STRATEGY: return "not auto, independent, two_phase or write_behind";
+  case AGGIO_HK_STRATEGY: return "not auto, independent, two_phase, write_behind or node_local";
   case AGGIO_HK_INT: return "not a non-negative integer";
   case AGGIO_HK_SIZE: return "not a size";
   default: return "not valid";

@@ -25,7 +25,7 @@ enum aggio__hint_kind {
   AGGIO_HK_INT,      /* non-negative integer */
   AGGIO_HK_SIZE,     /* non-negative byte count; suffixes k, m, g (binary) */
   AGGIO_HK_STRING,   /* free text (validated by the user of the hint) */
-  AGGIO_HK_STRATEGY  /* auto | independent | two_phase | write_behind */
+  AGGIO_HK_STRATEGY  /* auto | independent | two_phase | write_behind | node_local */
 };
 
 enum aggio__tristate { AGGIO_DISABLE = 0, AGGIO_ENABLE = 1, AGGIO_AUTOMATIC = 2 };
@@ -35,7 +35,8 @@ enum aggio__strategy_hint {
   AGGIO_STRAT_AUTO = 0,
   AGGIO_STRAT_INDEPENDENT = 1,
   AGGIO_STRAT_TWO_PHASE = 2,
-  AGGIO_STRAT_WRITE_BEHIND = 3
+  AGGIO_STRAT_WRITE_BEHIND = 3,
+  AGGIO_STRAT_NODE_LOCAL = 4
 };
 
 /*
@@ -65,17 +66,21 @@ enum aggio__strategy_hint {
   X(ds_read, "romio_ds_read", AGGIO_HK_TRISTATE, "automatic", 1,                             \
     "read whole ranges over holes (data sieving) in reads")                                  \
   X(strategy, "aggio_strategy", AGGIO_HK_STRATEGY, "auto", 1,                                \
-    "aggregation strategy: auto, independent, two_phase, write_behind")                      \
+    "aggregation strategy: auto, independent, two_phase, write_behind, node_local")          \
   X(write_behind, "aggio_write_behind", AGGIO_HK_TRISTATE, "automatic", 1,                   \
     "collective writes return once their data is in the node cache (auto's choice)")         \
   X(write_behind_size, "aggio_write_behind_size", AGGIO_HK_SIZE, "0", 1,                     \
     "node-cache bytes per aggregator (0: 2 x cb_buffer_size)")                               \
+  X(node_aggregators, "aggio_node_aggregators", AGGIO_HK_INT, "0", 1,                       \
+    "node_local: aggregators per node (0: those cb_config_list names, at least 1)")          \
   X(direct_io, "aggio_direct_io", AGGIO_HK_TRISTATE, "automatic", 1,                         \
     "O_DIRECT for large aligned writes: enable, disable, auto")                              \
   X(node_shm, "aggio_node_shm", AGGIO_HK_TRISTATE, "automatic", 1,                          \
     "ranks copy into same-node aggregators through shared memory")                           \
   X(pipeline, "aggio_pipeline", AGGIO_HK_TRISTATE, "automatic", 1,                           \
     "aggregators write one buffer while filling the next (I/O thread)")                      \
+  X(exchange, "aggio_exchange", AGGIO_HK_STRING, "automatic", 1,                           \
+    "two-phase exchange: two_sided (messages), rma (one-sided puts/gets), automatic")       \
   X(cray_cb_nodes_multiplier, "cray_cb_nodes_multiplier", AGGIO_HK_INT, "1", 1,              \
     "aggregators per stripe: multiplies the aggregator count (capped by ranks)")           \
   X(cray_cb_write_lock_mode, "cray_cb_write_lock_mode", AGGIO_HK_INT, "0", 1,                \
@@ -98,7 +103,9 @@ enum aggio__strategy_hint {
     "print aggregator placement at open")                                                    \
   X(trace, "aggio_trace", AGGIO_HK_STRING, "", 1, "write a per-operation trace to this path") \
   X(trace_memory, "aggio_trace_memory", AGGIO_HK_SIZE, "67108864", 0,                        \
-    "trace buffer bytes per rank; records beyond it are counted as dropped")
+    "trace buffer bytes per rank; records beyond it are counted as dropped")                 \
+  X(passthrough, "aggio_passthrough", AGGIO_HK_BOOL, "false", 1,                             \
+    "libaggio-mpiio: MPI_File_* calls on this file go to the MPI library's own MPI-IO")
 
 #define AGGIO_HINT_STRLEN 256
 

@@ -216,7 +216,9 @@ static void test_strategy(void) {
   expect_ok(k, "twophase", AGGIO_STRAT_TWO_PHASE, "two_phase");
   expect_ok(k, "Two_Phase", AGGIO_STRAT_TWO_PHASE, "two_phase");
   expect_bad(k, "two phase");
-  expect_bad(k, "node_local");
+  expect_ok(k, "node_local", AGGIO_STRAT_NODE_LOCAL, "node_local");
+  expect_ok(k, "node-local", AGGIO_STRAT_NODE_LOCAL, "node_local");
+  expect_bad(k, "nodelocal");
   expect_bad(k, "");
 }
 

@@ -1,0 +1,110 @@
+/*
+ * calls.h - the MPI_File_* calls that forward one to one: the single list
+ * from which forward.c defines them.
+ *
+ * X(name, parameters, arguments after the handle)
+ * defines MPI_File_<name>(parameters): on an aggio file it calls
+ * aggio_file_<name>(the aggio file, arguments) and maps the outcome to an
+ * MPI error code (errors.c); on any other handle it calls
+ * PMPI_File_<name>(fh, arguments).  The parameters are MPI 3.1's, with the
+ * const qualifiers of both MPI libraries' mpi.h.
+ */
+#ifndef AGGIO_MPIIO_CALLS_H
+#define AGGIO_MPIIO_CALLS_H
+
+#define MPIIO_FH MPI_File fh
+#define MPIIO_DATA_IN const void *buf, int count, MPI_Datatype datatype
+#define MPIIO_DATA_OUT void *buf, int count, MPI_Datatype datatype
+
+#define MPIIO_FORWARD_CALLS(X)                                                            \
+  /* explicit offsets */                                                                 \
+  X(write_at, (MPIIO_FH, MPI_Offset offset, MPIIO_DATA_IN, MPI_Status *status),          \
+    (offset, buf, count, datatype, status))                                              \
+  X(read_at, (MPIIO_FH, MPI_Offset offset, MPIIO_DATA_OUT, MPI_Status *status),          \
+    (offset, buf, count, datatype, status))                                              \
+  X(write_at_all, (MPIIO_FH, MPI_Offset offset, MPIIO_DATA_IN, MPI_Status *status),      \
+    (offset, buf, count, datatype, status))                                              \
+  X(read_at_all, (MPIIO_FH, MPI_Offset offset, MPIIO_DATA_OUT, MPI_Status *status),      \
+    (offset, buf, count, datatype, status))                                              \
+  /* individual file pointer */                                                          \
+  X(write, (MPIIO_FH, MPIIO_DATA_IN, MPI_Status *status), (buf, count, datatype, status)) \
+  X(read, (MPIIO_FH, MPIIO_DATA_OUT, MPI_Status *status), (buf, count, datatype, status)) \
+  X(write_all, (MPIIO_FH, MPIIO_DATA_IN, MPI_Status *status),                            \
+    (buf, count, datatype, status))                                                      \
+  X(read_all, (MPIIO_FH, MPIIO_DATA_OUT, MPI_Status *status),                            \
+    (buf, count, datatype, status))                                                      \
+  X(seek, (MPIIO_FH, MPI_Offset offset, int whence), (offset, whence))                   \
+  X(get_position, (MPIIO_FH, MPI_Offset *offset), (offset))                              \
+  X(get_byte_offset, (MPIIO_FH, MPI_Offset offset, MPI_Offset *disp), (offset, disp))    \
+  /* shared file pointer */                                                              \
+  X(write_shared, (MPIIO_FH, MPIIO_DATA_IN, MPI_Status *status),                         \
+    (buf, count, datatype, status))                                                      \
+  X(read_shared, (MPIIO_FH, MPIIO_DATA_OUT, MPI_Status *status),                         \
+    (buf, count, datatype, status))                                                      \
+  X(write_ordered, (MPIIO_FH, MPIIO_DATA_IN, MPI_Status *status),                        \
+    (buf, count, datatype, status))                                                      \
+  X(read_ordered, (MPIIO_FH, MPIIO_DATA_OUT, MPI_Status *status),                        \
+    (buf, count, datatype, status))                                                      \
+  X(seek_shared, (MPIIO_FH, MPI_Offset offset, int whence), (offset, whence))            \
+  X(get_position_shared, (MPIIO_FH, MPI_Offset *offset), (offset))                       \
+  /* split collectives */                                                                \
+  X(write_at_all_begin, (MPIIO_FH, MPI_Offset offset, MPIIO_DATA_IN),                    \
+    (offset, buf, count, datatype))                                                      \
+  X(write_at_all_end, (MPIIO_FH, const void *buf, MPI_Status *status), (buf, status))    \
+  X(read_at_all_begin, (MPIIO_FH, MPI_Offset offset, MPIIO_DATA_OUT),                    \
+    (offset, buf, count, datatype))                                                      \
+  X(read_at_all_end, (MPIIO_FH, void *buf, MPI_Status *status), (buf, status))           \
+  X(write_all_begin, (MPIIO_FH, MPIIO_DATA_IN), (buf, count, datatype))                  \
+  X(write_all_end, (MPIIO_FH, const void *buf, MPI_Status *status), (buf, status))       \
+  X(read_all_begin, (MPIIO_FH, MPIIO_DATA_OUT), (buf, count, datatype))                  \
+  X(read_all_end, (MPIIO_FH, void *buf, MPI_Status *status), (buf, status))              \
+  X(write_ordered_begin, (MPIIO_FH, MPIIO_DATA_IN), (buf, count, datatype))              \
+  X(write_ordered_end, (MPIIO_FH, const void *buf, MPI_Status *status), (buf, status))   \
+  X(read_ordered_begin, (MPIIO_FH, MPIIO_DATA_OUT), (buf, count, datatype))              \
+  X(read_ordered_end, (MPIIO_FH, void *buf, MPI_Status *status), (buf, status))          \
+  /* file manipulation */                                                                \
+  X(get_size, (MPIIO_FH, MPI_Offset *size), (size))                                      \
+  X(set_size, (MPIIO_FH, MPI_Offset size), (size))                                       \
+  X(preallocate, (MPIIO_FH, MPI_Offset size), (size))                                    \
+  X(get_amode, (MPIIO_FH, int *amode), (amode))                                          \
+  X(get_group, (MPIIO_FH, MPI_Group *group), (group))                                    \
+  X(set_atomicity, (MPIIO_FH, int flag), (flag))                                         \
+  X(get_atomicity, (MPIIO_FH, int *flag), (flag))                                        \
+  X(get_type_extent, (MPIIO_FH, MPI_Datatype datatype, MPI_Aint *extent),                \
+    (datatype, extent))                                                                  \
+  X(set_info, (MPIIO_FH, MPI_Info info), (info))                                         \
+  X(get_info, (MPIIO_FH, MPI_Info *info_used), (info_used))                              \
+  X(get_view,                                                                            \
+    (MPIIO_FH, MPI_Offset *disp, MPI_Datatype *etype, MPI_Datatype *filetype,            \
+     char *datarep),                                                                     \
+    (disp, etype, filetype, datarep))
+
+/*
+ * The non-blocking calls: X(name, parameters, arguments, blocking name).
+ * On an aggio file MPI_File_<name> runs aggio_file_<blocking name> and
+ * returns a completed generalized request (requests.c); the individual and
+ * shared pointers move as the non-blocking call's would.
+ */
+#define MPIIO_NONBLOCKING_CALLS(X)                                                        \
+  X(iwrite_at, (MPIIO_FH, MPI_Offset offset, MPIIO_DATA_IN, MPI_Request *request),       \
+    (offset, buf, count, datatype), write_at)                                            \
+  X(iread_at, (MPIIO_FH, MPI_Offset offset, MPIIO_DATA_OUT, MPI_Request *request),       \
+    (offset, buf, count, datatype), read_at)                                             \
+  X(iwrite_at_all, (MPIIO_FH, MPI_Offset offset, MPIIO_DATA_IN, MPI_Request *request),   \
+    (offset, buf, count, datatype), write_at_all)                                        \
+  X(iread_at_all, (MPIIO_FH, MPI_Offset offset, MPIIO_DATA_OUT, MPI_Request *request),   \
+    (offset, buf, count, datatype), read_at_all)                                         \
+  X(iwrite, (MPIIO_FH, MPIIO_DATA_IN, MPI_Request *request), (buf, count, datatype),     \
+    write)                                                                               \
+  X(iread, (MPIIO_FH, MPIIO_DATA_OUT, MPI_Request *request), (buf, count, datatype),     \
+    read)                                                                                \
+  X(iwrite_all, (MPIIO_FH, MPIIO_DATA_IN, MPI_Request *request), (buf, count, datatype), \
+    write_all)                                                                           \
+  X(iread_all, (MPIIO_FH, MPIIO_DATA_OUT, MPI_Request *request), (buf, count, datatype), \
+    read_all)                                                                            \
+  X(iwrite_shared, (MPIIO_FH, MPIIO_DATA_IN, MPI_Request *request),                      \
+    (buf, count, datatype), write_shared)                                                \
+  X(iread_shared, (MPIIO_FH, MPIIO_DATA_OUT, MPI_Request *request),                      \
+    (buf, count, datatype), read_shared)
+
+#endif

@@ -1,0 +1,147 @@
+/*
+ * files.c - MPI_File_open, close, delete, set_view and sync on aggio, the
+ * data representations, and closing what the program left open at
+ * MPI_Finalize.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mpiio.h"
+
+/* A new handle, entered in the table; NULL when memory runs out. */
+static struct mpiio_file *new_file(int amode) {
+  struct mpiio_file *f = calloc(1, sizeof *f);
+  if (!f)
+    return NULL;
+  f->amode = amode;
+  f->slot = -1;
+  f->errhandler = MPI_ERRHANDLER_NULL;
+  if (mpiio_register(f) == MPI_FILE_NULL) {
+    free(f);
+    return NULL;
+  }
+  return f;
+}
+
+static void drop_file(struct mpiio_file *f) {
+  if (f->errhandler != MPI_ERRHANDLER_NULL)
+    mpiio_detach_errhandler(f);
+  mpiio_unregister(f);
+  free(f);
+}
+
+/* MPI_ERR_COMM for what MPI_File_open cannot take (checked before any
+ * collective call, so that a bad communicator cannot hang). */
+static int check_comm(MPI_Comm comm) {
+  if (comm == MPI_COMM_NULL)
+    return mpiio_error_with_message(MPI_ERR_COMM, "aggio: MPI_File_open on MPI_COMM_NULL");
+  int inter = 0;
+  if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter)
+    return mpiio_error_with_message(MPI_ERR_COMM, "aggio: MPI_File_open needs an "
+                                                  "intracommunicator");
+  return MPI_SUCCESS;
+}
+
+int MPI_File_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info,
+                  MPI_File *fh) {
+  int rc = check_comm(comm);
+  if (rc != MPI_SUCCESS)
+    return mpiio_raise(NULL, rc);
+  struct mpiio_file *f = new_file(amode);
+  int pass = 0;
+  rc = mpiio_passthrough_wanted(comm, filename, info, f != NULL, &pass);
+  if (rc != MPI_SUCCESS || pass) {
+    if (f)
+      drop_file(f);
+    return rc != MPI_SUCCESS ? mpiio_raise(NULL, rc)
+                             : PMPI_File_open(comm, filename, amode, info, fh);
+  }
+  rc = aggio_file_open(comm, filename, amode, info, &f->af);
+  if (rc != AGGIO_SUCCESS || !fh) {
+    if (rc == AGGIO_SUCCESS) { /* aggio had the pointer checked: unreachable */
+      aggio_file_close(&f->af);
+      rc = AGGIO_ERR_ARG;
+    }
+    drop_file(f);
+    if (fh)
+      *fh = MPI_FILE_NULL;
+    return mpiio_raise(NULL, mpiio_error_code(rc, amode));
+  }
+  mpiio_attach_errhandler(f, mpiio_default_errhandler());
+  *fh = (MPI_File)f;
+  return MPI_SUCCESS;
+}
+
+int MPI_File_close(MPI_File *fh) {
+  struct mpiio_file *f = fh ? mpiio_lookup(*fh) : NULL;
+  if (!f)
+    return PMPI_File_close(fh);
+  /* the handler runs while the handle is still valid */
+  int rc = mpiio_finish(f, aggio_file_close(&f->af));
+  drop_file(f);
+  *fh = MPI_FILE_NULL;
+  return rc;
+}
+
+int MPI_File_delete(const char *filename, MPI_Info info) {
+  if (mpiio_passthrough_here(filename, info))
+    return PMPI_File_delete(filename, info);
+  return mpiio_finish(NULL, aggio_file_delete(filename, info));
+}
+
+/* Only "native" (libaggio's only representation).  "internal",
+ * "external32" and registered ones are refused with
+ * MPI_ERR_UNSUPPORTED_DATAREP on every rank: libaggio agrees on the
+ * outcome, and the data representation is its only UNSUPPORTED reason. */
+int MPI_File_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype,
+                      MPI_Datatype filetype, const char *datarep, MPI_Info info) {
+  struct mpiio_file *f = mpiio_lookup(fh);
+  if (!f)
+    return PMPI_File_set_view(fh, disp, etype, filetype, datarep, info);
+  int rc = aggio_file_set_view(f->af, disp, etype, filetype, datarep, info);
+  if (rc == AGGIO_ERR_UNSUPPORTED) {
+    char msg[512];
+    snprintf(msg, sizeof msg, "aggio: %s (aggio writes only \"native\")",
+             aggio_error_message());
+    return mpiio_raise(f, mpiio_error_with_message(MPI_ERR_UNSUPPORTED_DATAREP, msg));
+  }
+  return mpiio_finish(f, rc);
+}
+
+int MPI_File_sync(MPI_File fh) {
+  struct mpiio_file *f = mpiio_lookup(fh);
+  if (!f)
+    return PMPI_File_sync(fh);
+  return mpiio_finish(f, aggio_file_sync(f->af));
+}
+
+/* A registered representation could only serve the MPI library's own
+ * files, and aggio's would refuse it: the call fails, clearly. */
+int MPI_Register_datarep(const char *datarep,
+                         MPI_Datarep_conversion_function *read_conversion_fn,
+                         MPI_Datarep_conversion_function *write_conversion_fn,
+                         MPI_Datarep_extent_function *dtype_file_extent_fn,
+                         void *extra_state) {
+  (void)read_conversion_fn, (void)write_conversion_fn, (void)dtype_file_extent_fn;
+  (void)extra_state;
+  char msg[512];
+  snprintf(msg, sizeof msg, "aggio: MPI_Register_datarep(\"%s\"): user data "
+           "representations are not supported by aggio (only \"native\")",
+           datarep ? datarep : "(null)");
+  return mpiio_raise(NULL, mpiio_error_with_message(MPI_ERR_UNSUPPORTED_DATAREP, msg));
+}
+
+/* MPI_Finalize closes what the program left open, oldest first (every
+ * rank of a file's communicator holds it, so they close in the same order),
+ * then finalizes MPI.  Failures cannot be reported to anyone any more. */
+int MPI_Finalize(void) {
+  for (;;) {
+    struct mpiio_file *f = NULL;
+    if (mpiio_all_files(&f, 1) == 0)
+      break;
+    aggio_file_close(&f->af);
+    drop_file(f);
+  }
+  return PMPI_Finalize();
+}

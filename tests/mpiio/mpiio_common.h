@@ -1,0 +1,68 @@
+/*
+ * mpiio_common.h - what the MPI-IO client tests share.  These programs use
+ * plain MPI_File_* calls and link only the MPI library: ctest runs each
+ * once as it is (the MPI library's own MPI-IO) and once under aggio-run.
+ * AGGIO_TEST_EXPECT_AGGIO=1 (the aggio-run runs) makes a test check that
+ * its MPI_File_open really is libaggio-mpiio's, so that a preload that did
+ * not happen cannot pass as aggio.  Results are checked against the MPI
+ * library itself, through PMPI_File_*, which the preload never touches.
+ */
+#ifndef AGGIO_MPIIO_COMMON_H
+#define AGGIO_MPIIO_COMMON_H
+
+#include <dlfcn.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+/* 1 when MPI_File_open is libaggio-mpiio's. */
+static inline int mpiio_under_aggio(void) {
+  Dl_info info;
+  void *sym = dlsym(RTLD_DEFAULT, "MPI_File_open");
+  if (!sym || !dladdr(sym, &info) || !info.dli_fname)
+    return 0;
+  return strstr(info.dli_fname, "libaggio-mpiio") != NULL;
+}
+
+/* Checks that the run is what ctest meant it to be; returns whether aggio
+ * serves MPI_File_*. */
+static inline int mpiio_check_mode(void) {
+  int aggio = mpiio_under_aggio();
+  const char *want = getenv("AGGIO_TEST_EXPECT_AGGIO");
+  int expect = want && strcmp(want, "1") == 0;
+  CHECK(aggio == expect, "MPI_File_open is %s's, expected %s", aggio ? "aggio" : "MPI",
+        expect ? "aggio" : "MPI");
+  return aggio;
+}
+
+/* A path under the test directory, the same on every rank. */
+static inline void mpiio_path(char *out, size_t cap, const char *name) {
+  snprintf(out, cap, "%s/mpiio_%s_%s.dat", test_dir(), name,
+           getenv("AGGIO_TEST_TAG") ? getenv("AGGIO_TEST_TAG") : "x");
+}
+
+static inline int error_class(int code) {
+  int cls = -1;
+  MPI_Error_class(code, &cls);
+  return cls;
+}
+
+/* The whole file as the MPI library's MPI-IO reads it (PMPI, not aggio);
+ * *len its size.  Every rank of comm gets it. */
+static inline char *mpiio_read_reference(MPI_Comm comm, const char *path, MPI_Offset *len) {
+  MPI_File fh;
+  *len = -1;
+  if (PMPI_File_open(comm, path, MPI_MODE_RDONLY, MPI_INFO_NULL, &fh) != MPI_SUCCESS)
+    return NULL;
+  PMPI_File_get_size(fh, len);
+  char *buf = malloc((size_t)*len + 1);
+  if (buf && *len > 0)
+    PMPI_File_read_at_all(fh, 0, buf, (int)*len, MPI_BYTE, MPI_STATUS_IGNORE);
+  PMPI_File_close(&fh);
+  return buf;
+}
+
+#endif
