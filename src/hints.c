@@ -369,14 +369,16 @@ static void force(struct aggio__hint_value *v, int64_t num, const char *text,
 
 void aggio__hints_simulated(struct aggio__hints *h) {
   static const char threads[] = "the SimGrid build runs no I/O threads";
+  static const char shm[] = "the SimGrid build has no shared memory between ranks";
   force(&h->storage, 0, "null", "the SimGrid build simulates no file I/O");
   force(&h->pipeline, AGGIO_DISABLE, "disable", threads);
   force(&h->write_behind, AGGIO_DISABLE, "disable", threads);
-  force(&h->node_shm, AGGIO_DISABLE, "disable",
-        "the SimGrid build has no shared memory between ranks");
+  force(&h->node_shm, AGGIO_DISABLE, "disable", shm);
   force(&h->direct_io, AGGIO_DISABLE, "disable", "the SimGrid build simulates no file I/O");
   if (h->strategy.num == AGGIO_STRAT_WRITE_BEHIND)
     force(&h->strategy, AGGIO_STRAT_AUTO, "auto", threads);
+  if (h->strategy.num == AGGIO_STRAT_NODE_LOCAL) /* hands data over in node memory */
+    force(&h->strategy, AGGIO_STRAT_AUTO, "auto", shm);
 }
 
 /* ---- AGGIO_HINTS (Cray MPICH_MPIIO_HINTS syntax) ---------------------------- */

@@ -178,8 +178,8 @@ int aggio__hints_set(struct aggio__hints *h, const char *key, const char *value,
  * threads, shared memory or POSIX I/O, so the library takes the paths these
  * hints already select without them: aggio_storage=null, aggio_pipeline,
  * aggio_write_behind, aggio_node_shm and aggio_direct_io disabled, and
- * aggio_strategy=write_behind (a node cache written by I/O threads) back
- * to auto.  A value the user set otherwise is kept marked ignored. */
+ * aggio_strategy=write_behind (a node cache written by I/O threads) and
+ * node_local (data handed over in node memory) back to auto.  A value the user set otherwise is kept marked ignored. */
 void aggio__hints_simulated(struct aggio__hints *h);
 
 /* Callback for the two string formats: one key/value pair at a time. */

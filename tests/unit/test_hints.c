@@ -401,6 +401,10 @@ static void test_simulated(void) {
   aggio__hints_simulated(&h);
   CHECK(h.strategy.num == AGGIO_STRAT_TWO_PHASE && h.strategy.ignored[0] == '\0',
         "two_phase stays: %s", h.strategy.str);
+  CHECK(aggio__hints_set(&h, "aggio_strategy", "node_local", AGGIO_HS_INFO, NULL, 0) == 0, "set");
+  aggio__hints_simulated(&h);
+  CHECK(h.strategy.num == AGGIO_STRAT_AUTO && strstr(h.strategy.ignored, "shared memory"),
+        "node_local: %s (%s)", h.strategy.str, h.strategy.ignored);
 }
 
 /* ---- AGGIO_HINTS ------------------------------------------------------------ */
