@@ -137,6 +137,25 @@ int aggio__op_alltoallv(struct aggio__op *op, const void *in, const int *scount,
   return posted(op, r, rc, "MPI_Alltoallv", phase);
 }
 
+int aggio__op_allgather(struct aggio__op *op, const void *in, void *out, int count,
+                        MPI_Datatype type, MPI_Comm comm, int phase) {
+  MPI_Request *r = slot_or_block(op);
+  closing(op);
+  int rc = r ? MPI_Iallgather(in, count, type, out, count, type, comm, r)
+             : MPI_Allgather(in, count, type, out, count, type, comm);
+  return posted(op, r, rc, "MPI_Allgather", phase);
+}
+
+int aggio__op_allgatherv(struct aggio__op *op, const void *in, int count, void *out,
+                         const int *rcount, const int *rdisp, MPI_Datatype type,
+                         MPI_Comm comm, int phase) {
+  MPI_Request *r = slot_or_block(op);
+  closing(op);
+  int rc = r ? MPI_Iallgatherv(in, count, type, out, rcount, rdisp, type, comm, r)
+             : MPI_Allgatherv(in, count, type, out, rcount, rdisp, type, comm);
+  return posted(op, r, rc, "MPI_Allgatherv", phase);
+}
+
 int aggio__op_barrier(struct aggio__op *op, MPI_Comm comm, int phase) {
   MPI_Request *r = slot_or_block(op);
   closing(op);

@@ -172,6 +172,12 @@ int aggio__op_alltoall(struct aggio__op *op, const void *in, void *out, int coun
 int aggio__op_alltoallv(struct aggio__op *op, const void *in, const int *scount,
                         const int *sdisp, void *out, const int *rcount, const int *rdisp,
                         MPI_Datatype type, int phase);
+/* On any communicator of the file (node_local gathers on fh->node_comm). */
+int aggio__op_allgather(struct aggio__op *op, const void *in, void *out, int count,
+                        MPI_Datatype type, MPI_Comm comm, int phase);
+int aggio__op_allgatherv(struct aggio__op *op, const void *in, int count, void *out,
+                         const int *rcount, const int *rdisp, MPI_Datatype type,
+                         MPI_Comm comm, int phase);
 int aggio__op_barrier(struct aggio__op *op, MPI_Comm comm, int phase);
 /* Waits (pending) for the requests already posted with aggio__op_request. */
 int aggio__op_await_requests(struct aggio__op *op, int phase);

@@ -29,7 +29,7 @@ struct aggio__faults {
 };
 
 static const char *const op_names[AGGIO_FAULT_NOPS] = {
-    "open", "pwrite", "pread", "fsync", "size", "truncate", "alloc", "preallocate", "window"};
+    "open", "pwrite", "pread", "fsync", "size", "truncate", "alloc", "preallocate", "window", "rma_window"};
 
 static int parse_op(const char *s, size_t n) {
   for (int i = 0; i < AGGIO_FAULT_NOPS; i++)

@@ -248,6 +248,19 @@ static aggio_file new_handle(MPI_Comm comm, const char *filename, int amode,
   return fh;
 }
 
+/* The back end aggio_storage names (storage.h).  The hint must match on
+ * every rank (checked just before), so every rank fails here alike and
+ * the open's next agreement carries the outcome. */
+static int choose_storage(aggio_file fh, struct aggio__err *e) {
+  fh->store = aggio__storage_find(fh->hints.storage.str);
+  if (fh->store)
+    return 0;
+  fh->store = &aggio__storage_posix; /* release() calls it on no state */
+  return aggio__fail(e, AGGIO_ERR_UNSUPPORTED,
+                     "rank %d: aggio_storage \"%s\" is not a storage back end "
+                     "(posix, null)", fh->rank, fh->hints.storage.str);
+}
+
 /* Arguments every rank checks alone, agreed over the user's communicator. */
 static int check_open_args(MPI_Comm comm, const char *filename, int amode,
                            aggio_file *fh_out, struct aggio__err *e) {
@@ -284,7 +297,8 @@ int aggio_file_open(MPI_Comm comm, const char *filename, int amode,
     return aggio__finish(&e);
   }
   aggio__hints_gather(&fh->hints, info, fh->path, fh->rank, 1);
-  if (aggio__hints_check_same(fh->comm, &fh->hints, fh->rank, &e) == 0)
+  if (aggio__hints_check_same(fh->comm, &fh->hints, fh->rank, &e) == 0 &&
+      choose_storage(fh, &e) == 0)
     aggio__topology(fh, &e);
   if (aggio__agree(fh->comm, &e) == 0)
     open_everywhere(fh, &e);
@@ -344,10 +358,8 @@ int aggio_file_close(aggio_file *fhp) {
   fh->store->close(fh, &e);
   aggio__sfp_close(fh); /* collective: every rank is done with the pointer */
   MPI_Barrier(fh->comm); /* every rank closed before any unlink */
-  if ((fh->amode & MPI_MODE_DELETE_ON_CLOSE) && fh->rank == 0 &&
-      unlink(fh->path) != 0)
-    aggio__fail(&e, aggio__errno_code(errno), "rank 0: unlink(%s): %s", fh->path,
-                strerror(errno));
+  if ((fh->amode & MPI_MODE_DELETE_ON_CLOSE) && fh->rank == 0 && fh->store->remove)
+    fh->store->remove(fh, &e);
   if (fh->stats)
     aggio__phase_add(fh->stats, AGGIO_P_CLOSE, aggio__now() - t0);
   if (fh->trace) {
@@ -408,7 +420,11 @@ static int check_etype(aggio_file fh, MPI_Datatype etype, int64_t *esize,
 
 /* The filetype's rules, given its flattened form: whole etypes (a size of 0
  * is allowed: a rank with nothing to access), non-negative and
- * non-decreasing displacements, and no overlap for a writable file. */
+ * non-decreasing displacements, and no overlap for a writable file, within
+ * one instance.  Between instances the rules are checked per access
+ * (io.c): HDF5 builds filetypes whose data run past their extent (resized
+ * and struct types) and accesses one instance of them at a time, which MPI
+ * libraries accept. */
 static int filetype_rules(aggio_file fh, const struct aggio__flat *ft, int64_t esize,
                           struct aggio__err *e) {
   if (ft->size % esize != 0)
@@ -419,10 +435,10 @@ static int filetype_rules(aggio_file fh, const struct aggio__flat *ft, int64_t e
     return aggio__fail(e, AGGIO_ERR_TYPE, "rank %d: filetype has a negative "
                        "displacement (%lld); MPI-IO requires non-negative ones",
                        fh->rank, (long long)ft->off[0]);
-  if (!aggio__flat_is_monotonic(ft))
+  if (!aggio__flat_pieces_ordered(ft, 0))
     return aggio__fail(e, AGGIO_ERR_TYPE, "rank %d: filetype displacements must "
                        "be monotonically non-decreasing", fh->rank);
-  if (writable(fh) && !aggio__flat_is_disjoint(ft))
+  if (writable(fh) && !aggio__flat_pieces_ordered(ft, 1))
     return aggio__fail(e, AGGIO_ERR_TYPE, "rank %d: filetype has overlapping regions, "
                        "which MPI-IO forbids for a file opened for writing", fh->rank);
   return 0;
@@ -494,9 +510,19 @@ static void hints_changed(aggio_file fh, struct aggio__err *e) {
  * MPI_INFO_NULL beside a real info): the new hints are checked to agree,
  * and what depends on them (topology, shared window) is rebuilt only when a
  * must-match hint changed, which the check makes the same on every rank. */
+/* The back end holds the open file, so it stays what open chose; a new
+ * aggio_storage value is kept in the hints, marked ignored. */
+static void keep_storage(aggio_file fh, struct aggio__hints *h) {
+  if (strcmp(h->storage.str, fh->store->name) == 0)
+    return;
+  snprintf(h->storage.ignored, sizeof h->storage.ignored,
+           "the storage back end is chosen at open: still %s", fh->store->name);
+}
+
 static int apply_info(aggio_file fh, MPI_Info info, struct aggio__err *e) {
   struct aggio__hints h = fh->hints;
   aggio__hints_gather(&h, info, fh->path, fh->rank, 0);
+  keep_storage(fh, &h);
   if (aggio__hints_check_same(fh->comm, &h, fh->rank, e) != 0)
     return e->code;
   int changed = !aggio__hints_match_equal(&fh->hints, &h);
@@ -796,5 +822,9 @@ int aggio_file_get_info(aggio_file fh, MPI_Info *info_used) {
     placement_info(fh, *info_used);
   if (e.code == 0 && fh->strategy_used)
     MPI_Info_set(*info_used, "aggio_strategy_selected", fh->strategy_used);
+  if (e.code == 0 && fh->exchange_used[0])
+    MPI_Info_set(*info_used, "aggio_exchange_selected", fh->exchange_used);
+  if (e.code == 0 && fh->exchange_why[0])
+    MPI_Info_set(*info_used, "aggio_exchange_error", fh->exchange_why);
   return aggio__finish(&e);
 }

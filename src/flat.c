@@ -74,28 +74,33 @@ int aggio__flat_is_contiguous(const struct aggio__flat *f, int64_t count) {
   return count == 1 || f->len[0] == f->extent;
 }
 
-int aggio__flat_is_monotonic(const struct aggio__flat *f) {
-  for (int64_t i = 1; i < f->n; i++)
-    if (f->off[i] < f->off[i - 1])
-      return 0;
-  /* the next tile starts at off[0] + extent */
-  return f->n == 0 || f->off[0] + f->extent >= f->off[f->n - 1];
-}
-
-int aggio__flat_is_disjoint(const struct aggio__flat *f) {
+int aggio__flat_pieces_ordered(const struct aggio__flat *f, int disjoint) {
   /* gaps as unsigned differences: pieces may lie far apart */
   for (int64_t i = 1; i < f->n; i++)
     if (f->off[i] < f->off[i - 1] ||
-        (uint64_t)f->off[i] - (uint64_t)f->off[i - 1] < (uint64_t)f->len[i - 1])
+        (disjoint && (uint64_t)f->off[i] - (uint64_t)f->off[i - 1] < (uint64_t)f->len[i - 1]))
       return 0;
+  return 1;
+}
+
+int aggio__flat_tiles_ordered(const struct aggio__flat *f, int disjoint) {
   if (f->n == 0)
     return 1;
-  /* the next tile starts at off[0] + extent, after the last piece ends */
-  int64_t next, end;
+  /* the next tile starts at off[0] + extent: at or after the last piece's
+   * start (ordered), or its end (disjoint) */
+  int64_t next, last = f->off[f->n - 1];
   if (__builtin_add_overflow(f->off[0], f->extent, &next) ||
-      __builtin_add_overflow(f->off[f->n - 1], f->len[f->n - 1], &end))
+      (disjoint && __builtin_add_overflow(last, f->len[f->n - 1], &last)))
     return 0;
-  return next >= end;
+  return next >= last;
+}
+
+int aggio__flat_is_monotonic(const struct aggio__flat *f) {
+  return aggio__flat_pieces_ordered(f, 0) && aggio__flat_tiles_ordered(f, 0);
+}
+
+int aggio__flat_is_disjoint(const struct aggio__flat *f) {
+  return aggio__flat_pieces_ordered(f, 1) && aggio__flat_tiles_ordered(f, 1);
 }
 
 /* Index of the piece holding in-tile data byte r (0 <= r < size): the last i

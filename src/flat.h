@@ -38,6 +38,17 @@ void aggio__flat_free(struct aggio__flat *f);
  * starting at off[0] (then the data stream is that range of memory). */
 int aggio__flat_is_contiguous(const struct aggio__flat *f, int64_t count);
 
+/* 1 if, within one instance, piece displacements never decrease (and, with
+ * `disjoint`, no piece overlaps the one before). */
+int aggio__flat_pieces_ordered(const struct aggio__flat *f, int disjoint);
+
+/* 1 if the next instance (one extent on) starts at or after the start of
+ * this instance's last piece (with `disjoint`: after its end).  False for a
+ * type whose data run past its extent, which HDF5 builds (resized types
+ * smaller than their data) and uses for one instance per access: such a
+ * filetype is valid as long as an access stays within one instance. */
+int aggio__flat_tiles_ordered(const struct aggio__flat *f, int disjoint);
+
 /* 1 if piece displacements never decrease, across tiles too (what MPI-IO
  * requires of a filetype). */
 int aggio__flat_is_monotonic(const struct aggio__flat *f);

@@ -141,9 +141,11 @@ static const struct word strategy_words[] = {{"auto", AGGIO_STRAT_AUTO},
                                              {"write-behind", AGGIO_STRAT_WRITE_BEHIND},
                                              {"two-phase", AGGIO_STRAT_TWO_PHASE},
                                              {"twophase", AGGIO_STRAT_TWO_PHASE},
+                                             {"node_local", AGGIO_STRAT_NODE_LOCAL},
+                                             {"node-local", AGGIO_STRAT_NODE_LOCAL},
                                              {NULL, 0}};
 static const char *const strategy_canon[] = {"auto", "independent", "two_phase",
-                                             "write_behind"};
+                                             "write_behind", "node_local"};
 
 /* Looks the span up in a word list; 0 and *num on success, -1 if absent. */
 static int parse_word(const struct word *w, const char *b, const char *e, int64_t *num) {
@@ -222,7 +224,7 @@ static const char *kind_expect(enum aggio__hint_kind kind) {
   switch (kind) {
   case AGGIO_HK_TRISTATE: return "not enable, disable or automatic";
   case AGGIO_HK_BOOL: return "not true or false";
-  case AGGIO_HK_STRATEGY: return "not auto, independent, two_phase or write_behind";
+  case AGGIO_HK_STRATEGY: return "not auto, independent, two_phase, write_behind or node_local";
   case AGGIO_HK_INT: return "not a non-negative integer";
   case AGGIO_HK_SIZE: return "not a size";
   default: return "not valid";
@@ -347,6 +349,34 @@ int aggio__hints_set(struct aggio__hints *h, const char *key, const char *value,
     return -1;
   store(v, num, canon, source);
   return 0;
+}
+
+/* ---- the simulated build ----------------------------------------------------- */
+
+/* Sets v to (num, text); a value the user chose otherwise stays visible
+ * as ignored, with why. */
+static void force(struct aggio__hint_value *v, int64_t num, const char *text,
+                  const char *why) {
+  int asked_otherwise = v->set != AGGIO_HS_DEFAULT && strcmp(v->str, text) != 0;
+  char was[AGGIO_HINT_STRLEN];
+  memcpy(was, v->str, sizeof was);
+  v->num = num;
+  snprintf(v->str, sizeof v->str, "%s", text);
+  v->ignored[0] = '\0';
+  if (asked_otherwise)
+    snprintf(v->ignored, sizeof v->ignored, "asked %.100s; %s", was, why);
+}
+
+void aggio__hints_simulated(struct aggio__hints *h) {
+  static const char threads[] = "the SimGrid build runs no I/O threads";
+  force(&h->storage, 0, "null", "the SimGrid build simulates no file I/O");
+  force(&h->pipeline, AGGIO_DISABLE, "disable", threads);
+  force(&h->write_behind, AGGIO_DISABLE, "disable", threads);
+  force(&h->node_shm, AGGIO_DISABLE, "disable",
+        "the SimGrid build has no shared memory between ranks");
+  force(&h->direct_io, AGGIO_DISABLE, "disable", "the SimGrid build simulates no file I/O");
+  if (h->strategy.num == AGGIO_STRAT_WRITE_BEHIND)
+    force(&h->strategy, AGGIO_STRAT_AUTO, "auto", threads);
 }
 
 /* ---- AGGIO_HINTS (Cray MPICH_MPIIO_HINTS syntax) ---------------------------- */

@@ -25,7 +25,7 @@ enum aggio__hint_kind {
   AGGIO_HK_INT,      /* non-negative integer */
   AGGIO_HK_SIZE,     /* non-negative byte count; suffixes k, m, g (binary) */
   AGGIO_HK_STRING,   /* free text (validated by the user of the hint) */
-  AGGIO_HK_STRATEGY  /* auto | independent | two_phase | write_behind */
+  AGGIO_HK_STRATEGY  /* auto | independent | two_phase | write_behind | node_local */
 };
 
 enum aggio__tristate { AGGIO_DISABLE = 0, AGGIO_ENABLE = 1, AGGIO_AUTOMATIC = 2 };
@@ -35,7 +35,8 @@ enum aggio__strategy_hint {
   AGGIO_STRAT_AUTO = 0,
   AGGIO_STRAT_INDEPENDENT = 1,
   AGGIO_STRAT_TWO_PHASE = 2,
-  AGGIO_STRAT_WRITE_BEHIND = 3
+  AGGIO_STRAT_WRITE_BEHIND = 3,
+  AGGIO_STRAT_NODE_LOCAL = 4
 };
 
 /*
@@ -65,23 +66,29 @@ enum aggio__strategy_hint {
   X(ds_read, "romio_ds_read", AGGIO_HK_TRISTATE, "automatic", 1,                             \
     "read whole ranges over holes (data sieving) in reads")                                  \
   X(strategy, "aggio_strategy", AGGIO_HK_STRATEGY, "auto", 1,                                \
-    "aggregation strategy: auto, independent, two_phase, write_behind")                      \
+    "aggregation strategy: auto, independent, two_phase, write_behind, node_local")          \
   X(write_behind, "aggio_write_behind", AGGIO_HK_TRISTATE, "automatic", 1,                   \
     "collective writes return once their data is in the node cache (auto's choice)")         \
   X(write_behind_size, "aggio_write_behind_size", AGGIO_HK_SIZE, "0", 1,                     \
     "node-cache bytes per aggregator (0: 2 x cb_buffer_size)")                               \
+  X(node_aggregators, "aggio_node_aggregators", AGGIO_HK_INT, "0", 1,                       \
+    "node_local: aggregators per node (0: those cb_config_list names, at least 1)")          \
   X(direct_io, "aggio_direct_io", AGGIO_HK_TRISTATE, "automatic", 1,                         \
     "O_DIRECT for large aligned writes: enable, disable, auto")                              \
   X(node_shm, "aggio_node_shm", AGGIO_HK_TRISTATE, "automatic", 1,                          \
     "ranks copy into same-node aggregators through shared memory")                           \
   X(pipeline, "aggio_pipeline", AGGIO_HK_TRISTATE, "automatic", 1,                           \
     "aggregators write one buffer while filling the next (I/O thread)")                      \
+  X(exchange, "aggio_exchange", AGGIO_HK_STRING, "automatic", 1,                           \
+    "two-phase exchange: two_sided (messages), rma (one-sided puts/gets), automatic")       \
   X(cray_cb_nodes_multiplier, "cray_cb_nodes_multiplier", AGGIO_HK_INT, "1", 1,              \
     "aggregators per stripe: multiplies the aggregator count (capped by ranks)")           \
   X(cray_cb_write_lock_mode, "cray_cb_write_lock_mode", AGGIO_HK_INT, "0", 1,                \
     "collective-buffering writes on Lustre: 0 normal, 1 group lock, 2 lock ahead")         \
   X(cray_nocb_write_lock_mode, "cray_nocb_write_lock_mode", AGGIO_HK_INT, "0", 1,            \
     "writes without collective buffering on Lustre: 0 normal, 1 group lock, 2 lock ahead") \
+  X(storage, "aggio_storage", AGGIO_HK_STRING, "posix", 1,                                   \
+    "storage back end, chosen at open: posix, or null (writes discarded, reads zeros)")     \
   X(emulate_nodes, "aggio_emulate_nodes", AGGIO_HK_INT, "0", 1,                              \
     "split each node's ranks into N emulated nodes (0: real topology)")                      \
   X(placement, "aggio_placement", AGGIO_HK_STRING, "auto", 1,                               \
@@ -165,6 +172,15 @@ int aggio__hint_parse_value(enum aggio__hint_kind kind, const char *value,
  * value is malformed: the hint keeps its previous value and `warn` says why. */
 int aggio__hints_set(struct aggio__hints *h, const char *key, const char *value,
                      enum aggio__hint_source source, char *warn, size_t warnlen);
+
+/* The hints as the SimGrid build (AGGIO_SIMGRID, SIMULATION.md) applies
+ * them after every source: SMPI simulates MPI calls, not an application's
+ * threads, shared memory or POSIX I/O, so the library takes the paths these
+ * hints already select without them: aggio_storage=null, aggio_pipeline,
+ * aggio_write_behind, aggio_node_shm and aggio_direct_io disabled, and
+ * aggio_strategy=write_behind (a node cache written by I/O threads) back
+ * to auto.  A value the user set otherwise is kept marked ignored. */
+void aggio__hints_simulated(struct aggio__hints *h);
 
 /* Callback for the two string formats: one key/value pair at a time. */
 typedef void (*aggio__hint_cb)(void *ctx, const char *key, const char *value);

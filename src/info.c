@@ -190,6 +190,9 @@ void aggio__hints_gather(struct aggio__hints *h, MPI_Info info, const char *path
   apply_cray(&c, path);
   c.source = AGGIO_HS_ENV;
   apply_env(&c, path);
+#ifdef AGGIO_SIMGRID
+  aggio__hints_simulated(h);
+#endif
 }
 
 #define AGGIO_MM_LEN 8192

@@ -85,7 +85,7 @@ struct aggio__strategy_ops;
 struct aggio__pool;
 
 /* Strategies with per-file state: an index into fh->strategy_state. */
-#define AGGIO_NSTRATEGIES 4
+#define AGGIO_NSTRATEGIES 5
 
 struct aggio_file_s {
   MPI_Comm comm;
@@ -124,6 +124,8 @@ struct aggio_file_s {
   MPI_Comm node_comm;     /* ranks of this rank's (emulated) node */
   char placement_used[64];  /* the placement applied (aggio_placement_selected) */
   char topo_error[256];     /* why a topology or placement was not used, or "" */
+  char exchange_used[16];   /* two-phase exchange in use (aggio_exchange_selected), or "" */
+  char exchange_why[200];   /* why not the one aggio_exchange asked for, or "" */
 
   /* strategies: the configured one, and the per-file state of each that
    * has run (made collectively at its first operation, see engine.c) */
@@ -209,6 +211,7 @@ struct aggio__strategy_ops {
 extern const struct aggio__strategy_ops aggio__strategy_independent;
 extern const struct aggio__strategy_ops aggio__strategy_two_phase;
 extern const struct aggio__strategy_ops aggio__strategy_write_behind;
+extern const struct aggio__strategy_ops aggio__strategy_node_local;
 extern const struct aggio__strategy_ops aggio__strategy_auto;
 
 /* Looks a strategy up by name; NULL if unknown. */

@@ -76,6 +76,23 @@ static int view_fits(aggio_file fh, int64_t pos, int64_t nbytes) {
   return ft->extent <= 0 || last <= (INT64_MAX - disp - tail) / ft->extent;
 }
 
+/* A filetype whose data run past its extent is valid for accesses within
+ * one instance (file.c, filetype_rules); an access that spans instances
+ * must find them in order (and, for a writable file, not overlapping),
+ * as MPI-IO requires of the tiled filetype. */
+static int tiles_fit(aggio_file fh, int64_t pos, int64_t nbytes, struct aggio__err *e) {
+  const struct aggio__flat *ft = fh->view.ft;
+  if (!ft || ft->size <= 0 || nbytes <= 0 || pos / ft->size == (pos + nbytes - 1) / ft->size)
+    return 0;
+  int disjoint = (fh->amode & (MPI_MODE_WRONLY | MPI_MODE_RDWR)) != 0;
+  if (aggio__flat_tiles_ordered(ft, disjoint))
+    return 0;
+  return aggio__fail(e, AGGIO_ERR_TYPE, "rank %d: the access spans instances of a filetype "
+                     "whose data reach past its extent, so that the instances %s; such a "
+                     "filetype allows one instance per access", fh->rank,
+                     disjoint ? "overlap or go back" : "go back");
+}
+
 /* Checks the arguments; builds the access.  Local: no communication. */
 static int prepare(struct call *c, struct aggio__access *acc, struct aggio__err *e) {
   aggio_file fh = c->fh;
@@ -104,6 +121,8 @@ static int prepare(struct call *c, struct aggio__access *acc, struct aggio__err 
     return aggio__fail(e, AGGIO_ERR_OVERFLOW, "rank %d: offset %lld overflows the "
                        "file's offsets", fh->rank, (long long)c->offset);
   pos *= fh->view.etype_size;
+  if (tiles_fit(fh, pos, acc->nbytes, e) != 0)
+    return e->code;
   if (acc->nbytes == 0)
     return 0;
   if (fh->view.ft)

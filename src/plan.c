@@ -442,7 +442,21 @@ int aggio__auto_decide(const struct aggio__call_summary *s, const struct aggio__
              (long long)per_node);
     return AGGIO_AUTO_WRITE_BEHIND;
   }
-  /* 2. Small pieces that interleave (or share stripes): an aggregator
+  /* 2. Small pieces (several per rank, or sharing stripes) on several
+   *    nodes whose ranks' ranges lie apart, each node holding consecutive
+   *    ranks: each node's data is then one region of the file, so the
+   *    node's own aggregators merge its pieces into large writes, and
+   *    moving them to aggregators of other nodes would only add a network
+   *    copy (the HPE seed's local aggregation). */
+  int64_t nl_small = threshold(AGGIO_AUTO_SMALL, in->previous, AGGIO_AUTO_NODE_LOCAL);
+  if (in->nl_usable && in->nnodes > 1 && in->nodes_blocked && !interleaved && s->pieces > 0 &&
+      avg < nl_small && (s->most_pieces > 1 || in->striped)) {
+    snprintf(why, whylen, "small requests (avg %lld bytes < %lld) in %d nodes' own regions; "
+             "each node's aggregators merge them, nothing crosses nodes", (long long)avg,
+             (long long)nl_small, in->nnodes);
+    return AGGIO_AUTO_NODE_LOCAL;
+  }
+  /* 3. Small pieces that interleave (or share stripes): an aggregator
    *    merges them into large writes within the call. */
   int64_t small = threshold(AGGIO_AUTO_SMALL, in->previous, AGGIO_AUTO_TWO_PHASE);
   if (s->pieces > 0 && avg < small && (interleaved || s->most_pieces > 1 || in->striped)) {
@@ -451,7 +465,7 @@ int aggio__auto_decide(const struct aggio__call_summary *s, const struct aggio__
                                    ? "share stripes" : "interleave");
     return AGGIO_AUTO_TWO_PHASE;
   }
-  /* 3. Large requests: on a striped file system interleaved ranks still
+  /* 4. Large requests: on a striped file system interleaved ranks still
    *    fight over stripe locks (ROMIO's reason for collective buffering);
    *    elsewhere each rank writing its own pieces is file-per-process I/O
    *    into one file and skips a copy. */

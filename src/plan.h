@@ -58,7 +58,8 @@ int aggio__merge_prefix(const int64_t *ranges, int n, int *order);
 enum aggio__auto_choice {
   AGGIO_AUTO_INDEPENDENT = 0,
   AGGIO_AUTO_TWO_PHASE = 1,
-  AGGIO_AUTO_WRITE_BEHIND = 2
+  AGGIO_AUTO_WRITE_BEHIND = 2,
+  AGGIO_AUTO_NODE_LOCAL = 3
 };
 
 struct aggio__auto_in {
@@ -69,6 +70,8 @@ struct aggio__auto_in {
   int no_indep_rw;
   int striped;      /* the file system stripes (or striping_unit is set) */
   int nnodes;
+  int nl_usable;    /* node_local can run: not atomic, its set-up not refused */
+  int nodes_blocked; /* every node holds consecutive ranks (rank order) */
   int64_t cache_bytes; /* the node cache's size per aggregator */
   int previous;     /* the file's last choice, or -1 */
 };

@@ -55,10 +55,18 @@ struct aggio__pool *aggio__pool_new(void) {
 /* Starts the threads at the first job: files that never need them cost
  * nothing. */
 static int start_threads(struct aggio__pool *p) {
+#ifdef AGGIO_SIMGRID
+  /* SMPI simulates ranks, not their threads: the callers do the I/O
+   * themselves, as when no thread can be created (SIMULATION.md). */
+  (void)p;
+  (void)worker;
+  return -1;
+#else
   while (p->nthreads < AGGIO_POOL_THREADS &&
          pthread_create(&p->thread[p->nthreads], NULL, worker, p) == 0)
     p->nthreads++;
   return p->nthreads > 0 ? 0 : -1;
+#endif
 }
 
 int aggio__pool_submit(struct aggio__pool *p, struct aggio__job *job,

@@ -289,6 +289,9 @@ static int at_finalize(MPI_Comm comm, int key, void *value, void *extra) {
 
 /* 1 when a thread may call MPI while the application's threads do. */
 static int thread_allowed(void) {
+#ifdef AGGIO_SIMGRID
+  thread_level = 0; /* as AGGIO_PROGRESS_THREAD=0: SMPI simulates no thread */
+#endif
   if (thread_level < 0) {
     int level = MPI_THREAD_SINGLE;
     MPI_Query_thread(&level);

@@ -40,7 +40,8 @@ static int make(aggio_file fh, int64_t start, struct aggio__err *e) {
   MPI_Aint size = fh->rank == 0 ? (MPI_Aint)sizeof(int64_t) : 0;
   int64_t *base = NULL;
   int rc;
-  fh->sfp_shm = fh->nnodes == 1;
+  /* aggio_node_shm=disable: no shared-memory window, this one included */
+  fh->sfp_shm = fh->nnodes == 1 && fh->hints.node_shm.num != AGGIO_DISABLE;
   if (fh->sfp_shm)
     rc = MPI_Win_allocate_shared(size, (int)sizeof(int64_t), MPI_INFO_NULL, fh->comm,
                                  &base, &fh->sfp_win);

@@ -127,6 +127,9 @@ static void placement_print(struct aggio_file_s *fh, const char *when) {
   fprintf(f, "  strategy: %s\n", fh->strategy && fh->strategy->name
                                      ? fh->strategy->name
                                      : fh->hints.strategy.str);
+  if (fh->exchange_used[0]) /* once the two-phase strategy has run */
+    fprintf(f, "  exchange: %s%s%s\n", fh->exchange_used, fh->exchange_why[0] ? " - " : "",
+            fh->exchange_why);
   for (int nd = 0; list && nd < (fh->nnodes > 0 ? fh->nnodes : 1); nd++) {
     int n = 0, na = 0;
     for (int r = 0; r < fh->nprocs; r++)
@@ -346,6 +349,9 @@ static void stats_print(struct aggio_file_s *fh, const struct reduced *r) {
           (long long)MAXC(ACTIVE_MANY), (long long)MAXC(ACTIVE_ALL), fh->naggr);
   fprintf(f, "  bytes crossing nodes: %lld\n", (long long)S(CROSS_NODE_BYTES));
   fprintf(f, "  bytes copied within nodes: %lld\n", (long long)S(NODE_LOCAL_BYTES));
+  fprintf(f, "  node-local fragmented node-calls: %lld%s\n", (long long)S(NODE_LOCAL_FRAGMENTED),
+          S(NODE_LOCAL_FRAGMENTED) ? " (a node's data interleaves with other nodes': "
+                                     "two_phase fits better)" : "");
   fprintf(f, "  aggregator system writes: %lld\n", (long long)S(AGGR_WRITES));
   fprintf(f, "  aggregator system write bytes: %lld\n", (long long)S(AGGR_WRITE_BYTES));
   per_aggregator(f, fh, r);

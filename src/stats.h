@@ -48,6 +48,8 @@
   X(ACTIVE_ALL, "... with every aggregator active")                            \
   X(CROSS_NODE_BYTES, "file data bytes exchanged between (emulated) nodes")     \
   X(NODE_LOCAL_BYTES, "file data bytes moved within a node (copies, messages)") \
+  X(NODE_LOCAL_FRAGMENTED, "node_local node-calls whose data was fragmented and " \
+    "interleaved with other nodes' (two-phase fits better)")                     \
   X(AGGR_WRITES, "system writes made as an aggregator")                        \
   X(AGGR_WRITE_BYTES, "bytes in system writes made as an aggregator")          \
   X(SYNCS, "fsync calls")                                                      \

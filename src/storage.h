@@ -4,8 +4,12 @@
  * Strategies and the engine never see a file descriptor: they call the
  * back end of the file (fh->store) through this table, the way ROMIO's
  * ADIO drivers sit under its collective algorithms (ad_fstype.c picks one
- * from a table).  The POSIX back end (storage_posix.c) is the one there is
- * today; a subfiling, null or tier back end fills the same table.
+ * from a table).  Hint aggio_storage picks the back end at open:
+ *   posix  storage_posix.c, the file system (the default);
+ *   null   storage_null.c, discards writes and reads zeros, to measure the
+ *          aggregation alone (TAPIOCA's /dev/null runs) and in SimGrid,
+ *          which simulates no file I/O.
+ * A subfiling or tier back end would fill the same table.
  *
  * Every call may run on any thread (the calling thread or an I/O thread of
  * the file's pool or cache), so back ends keep no unlocked shared scratch.
@@ -66,11 +70,24 @@ struct aggio__storage_ops {
    * (lustre_lock.h).  0 or an errno value; NULL: the back end has no such
    * lock. */
   int (*group_lock)(struct aggio_file_s *fh, long gid, int lock);
+  /* Rank 0, after every rank closed: removes the file
+   * (MPI_MODE_DELETE_ON_CLOSE).  NULL: the back end keeps no file. */
+  int (*remove)(struct aggio_file_s *fh, struct aggio__err *e);
   /* Frees what the back end keeps (descriptors already closed). */
   void (*release)(struct aggio_file_s *fh);
 };
 
 extern const struct aggio__storage_ops aggio__storage_posix;
+extern const struct aggio__storage_ops aggio__storage_null;
+
+/* The back end called name (aggio_storage); NULL when there is none. */
+const struct aggio__storage_ops *aggio__storage_find(const char *name);
+
+/* Counts one transfer of len bytes at off that began at t0 (aggio__now) in
+ * the statistics and the trace, as every back end does, so that the
+ * counters mean the same whichever stores the bytes.  Any thread. */
+void aggio__storage_note(struct aggio_file_s *fh, int is_write, int64_t off, int64_t len,
+                         int direct, double t0, int flags);
 
 /* The back end's calls as the rest of the library makes them. */
 int aggio__pwrite(struct aggio_file_s *fh, const void *buf, int64_t len, int64_t off,
@@ -83,7 +100,7 @@ int aggio__fsync(struct aggio_file_s *fh, struct aggio__err *e);
  * AGGIO_FAULTS="op@rank#nth=ERRNO,..." makes the nth call (counted from 1;
  * "#3+" the 3rd and every later one) of a storage operation or allocation
  * fail on a rank ("@*" every rank).  ops: open, pwrite, pread, fsync, size,
- * truncate, alloc, preallocate, window.  ERRNO: EIO (default), ENOSPC, ENOMEM, EACCES.  Read once
+ * truncate, alloc, preallocate, window, rma_window.  ERRNO: EIO (default), ENOSPC, ENOMEM, EACCES.  Read once
  * at open; costs one test of a pointer per call when unset.  For the test
  * suite: it lets tests reach error paths no real file system produces on
  * demand (a failing fstat, an EIO in an I/O thread, a failed allocation). */
@@ -97,6 +114,7 @@ enum aggio__fault_op {
   AGGIO_FAULT_ALLOC,
   AGGIO_FAULT_PREALLOCATE,
   AGGIO_FAULT_WINDOW, /* the shared file pointer's window, at open */
+  AGGIO_FAULT_RMA_WINDOW, /* the RMA exchange's window (a rank's part refused) */
   AGGIO_FAULT_NOPS
 };
 struct aggio__faults;

@@ -45,55 +45,8 @@ struct posix {
 
 static struct posix *px(aggio_file fh) { return fh->store_state; }
 
-/* ---- statistics and trace --------------------------------------------------- */
-
-/* I/O threads write too, so counters are added atomically. */
+/* I/O threads count too (fsync below), so counters are added atomically. */
 static void add(int64_t *p, int64_t v) { __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
-
-static void add_time(double *p, double v) {
-  double old, new;
-  __atomic_load(p, &old, __ATOMIC_RELAXED);
-  do
-    new = old + v;
-  while (!__atomic_compare_exchange(p, &old, &new, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
-}
-
-static int64_t align_unit(aggio_file fh) {
-  int64_t su = fh->hints.striping_unit.num;
-  return su > 0 ? su : fh->block;
-}
-
-/* Counts one system call.  Time of I/O threads working behind the calls is
- * kept apart: it overlaps the application and the calls' own phases. */
-static void note(aggio_file fh, int is_write, int64_t off, int64_t len, int direct,
-                 double t0, int flags) {
-  double t1 = (fh->trace || fh->stats) ? aggio__now() : 0.0;
-  if (fh->trace)
-    aggio__trace_record_locked(fh, is_write ? AGGIO_OP_POSIX_PWRITE : AGGIO_OP_POSIX_PREAD,
-                               off, len, 0, t0, t1,
-                               flags & (AGGIO_IO_AGGREGATOR | AGGIO_IO_BEHIND));
-  struct aggio__stats *s = fh->stats;
-  if (!s)
-    return;
-  if (flags & AGGIO_IO_BEHIND)
-    add_time(&s->behind_time, t1 - t0);
-  add_time(is_write ? &s->sys_write_time : &s->sys_read_time, t1 - t0);
-  add(&s->c[is_write ? AGGIO_C_SYS_WRITES : AGGIO_C_SYS_READS], 1);
-  add(&s->c[is_write ? AGGIO_C_SYS_WRITE_BYTES : AGGIO_C_SYS_READ_BYTES], len);
-  int64_t a = align_unit(fh);
-  if (a > 0 && off % a == 0)
-    add(&s->c[is_write ? AGGIO_C_SYS_WRITES_ALIGNED : AGGIO_C_SYS_READS_ALIGNED], 1);
-  if (direct) {
-    add(&s->c[is_write ? AGGIO_C_DIRECT_WRITES : AGGIO_C_DIRECT_READS], 1);
-    add(&s->c[is_write ? AGGIO_C_DIRECT_WRITE_BYTES : AGGIO_C_DIRECT_READ_BYTES], len);
-  }
-  if (flags & AGGIO_IO_BEHIND)
-    add(&s->c[is_write ? AGGIO_C_BEHIND_WRITES : AGGIO_C_BEHIND_READS], 1);
-  if (is_write && (flags & AGGIO_IO_AGGREGATOR)) { /* per-aggregator lines at close */
-    add(&s->c[AGGIO_C_AGGR_WRITES], 1);
-    add(&s->c[AGGIO_C_AGGR_WRITE_BYTES], len);
-  }
-}
 
 /* ---- opening ------------------------------------------------------------------ */
 
@@ -294,7 +247,7 @@ static int write_loop(aggio_file fh, int fd, const char *buf, int64_t len, int64
         return -EINVAL;
       return io_error(fh, err, "pwrite", (int64_t)chunk, off, e);
     }
-    note(fh, 1, off, w, direct, t0, flags);
+    aggio__storage_note(fh, 1, off, w, direct, t0, flags);
     buf += w;
     off += w;
     len -= w;
@@ -387,7 +340,7 @@ static int read_loop(aggio_file fh, int fd, char *buf, int64_t len, int64_t off,
         return -EINVAL;
       return io_error(fh, err, "pread", (int64_t)chunk, off, e);
     }
-    note(fh, 0, off, r, direct, t0, flags);
+    aggio__storage_note(fh, 0, off, r, direct, t0, flags);
     if (r == 0)
       break; /* end of file */
     buf += r;
@@ -508,6 +461,13 @@ static int px_lock(aggio_file fh, int64_t off, int64_t len, int is_write,
   return 0;
 }
 
+static int px_remove(aggio_file fh, struct aggio__err *e) {
+  if (unlink(fh->path) != 0)
+    return aggio__fail(e, aggio__errno_code(errno), "rank 0: unlink(%s): %s", fh->path,
+                       strerror(errno));
+  return 0;
+}
+
 const struct aggio__storage_ops aggio__storage_posix = {
     .name = "posix",
     .open = px_open,
@@ -522,5 +482,6 @@ const struct aggio__storage_ops aggio__storage_posix = {
     .truncate = px_truncate,
     .preallocate = px_preallocate,
     .lock = px_lock,
+    .remove = px_remove,
     .release = px_release,
 };

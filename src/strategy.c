@@ -12,6 +12,7 @@ static const struct aggio__strategy_ops *const registry[AGGIO_NSTRATEGIES] = {
     &aggio__strategy_independent,
     &aggio__strategy_two_phase,
     &aggio__strategy_write_behind,
+    &aggio__strategy_node_local,
 };
 
 const struct aggio__strategy_ops *aggio__strategy_find(const char *name) {

@@ -1,9 +1,9 @@
 /*
  * strategy_auto.c - the default strategy: a pure chooser.  From the summary
  * every rank agreed on at the start of the call, it picks independent,
- * two-phase or write-behind I/O (the rule is aggio__auto_decide in plan.c,
- * unit-tested, documented with its measurements in docs/strategies.md), and
- * the engine runs the chosen strategy.
+ * two-phase, write-behind or node-local I/O (the rule is aggio__auto_decide
+ * in plan.c, unit-tested, documented with its measurements in
+ * docs/strategies.md), and the engine runs the chosen strategy.
  */
 #include <stdio.h>
 #include <string.h>
@@ -29,6 +29,17 @@ static int64_t cache_bytes(aggio_file fh) {
                                              : 2 * fh->hints.cb_buffer_size.num;
 }
 
+/* node_local can run: its ranks hand data over through shared memory
+ * (not with aggio_node_shm=disable, nor once its set-up was refused). */
+static int node_local_runs(aggio_file fh) {
+  return fh->hints.node_shm.num != AGGIO_DISABLE &&
+         !(fh->strategy_refused & (1u << aggio__strategy_node_local.id));
+}
+
+/* ... and auto's rule may pick it: not in atomic mode either (where it
+ * would run independent I/O). */
+static int node_local_usable(aggio_file fh) { return !fh->atomic && node_local_runs(fh); }
+
 /* Writes whose hints select node-local writing (aggio__select_write_path:
  * collective buffering off, only aggregators touching the file) go to the
  * node_local strategy when this build has it; else to two-phase, the one
@@ -40,9 +51,23 @@ static const struct aggio__strategy_ops *node_local_by_hints(aggio_file fh, char
   if (aggio__select_write_path(&fh->hints, because, sizeof because) != AGGIO_PATH_NODE_LOCAL)
     return NULL;
   const struct aggio__strategy_ops *nl = aggio__strategy_find("node_local");
+  int refused = nl && !node_local_runs(fh);
   snprintf(why, whylen, "%s%s", because,
-           nl ? "" : "; this build has no node_local strategy: two-phase");
-  return nl ? nl : &aggio__strategy_two_phase;
+           !nl ? "; this build has no node_local strategy: two-phase"
+           : refused ? "; node_local has no shared memory here (aggio_node_shm=disable, or "
+                       "its set-up failed): two-phase" : "");
+  return nl && !refused ? nl : &aggio__strategy_two_phase;
+}
+
+
+/* Every node holds consecutive ranks: ranks whose ranges lie apart in rank
+ * order then make node regions that lie apart too (the usual block
+ * placement; round-robin placement interleaves the nodes). */
+static int nodes_blocked(aggio_file fh) {
+  for (int r = 1; r < fh->nprocs; r++)
+    if (fh->node_of_rank[r] < fh->node_of_rank[r - 1])
+      return 0;
+  return 1;
 }
 
 static const struct aggio__strategy_ops *auto_choose(aggio_file fh, const struct aggio__op *op,
@@ -59,6 +84,8 @@ static const struct aggio__strategy_ops *auto_choose(aggio_file fh, const struct
       .no_indep_rw = (int)fh->hints.no_indep_rw.num,
       .striped = striped(fh),
       .nnodes = fh->nnodes,
+      .nl_usable = node_local_usable(fh),
+      .nodes_blocked = nodes_blocked(fh),
       .cache_bytes = cache_bytes(fh),
       .previous = fh->auto_previous,
   };
@@ -68,6 +95,7 @@ static const struct aggio__strategy_ops *auto_choose(aggio_file fh, const struct
   switch (fh->auto_previous) {
   case AGGIO_AUTO_WRITE_BEHIND: return &aggio__strategy_write_behind;
   case AGGIO_AUTO_TWO_PHASE: return &aggio__strategy_two_phase;
+  case AGGIO_AUTO_NODE_LOCAL: return &aggio__strategy_node_local;
   default: return &aggio__strategy_independent;
   }
 }

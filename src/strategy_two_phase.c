@@ -15,45 +15,23 @@
  * image and stop at end of file.  The aggregator's buffer is laid out so
  * that aligned file offsets fall on aligned memory, for direct I/O.
  *
- * Two refinements over ROMIO's scheme:
- *   - ranks on the aggregator's node (emulated node included) copy into its
- *     buffer through a shared-memory window made once per file: one copy
- *     instead of two;
- *   - each aggregator has two buffers and one is written by the file's I/O
- *     threads (pool.h) while the next round fills the other (pipelining, as
- *     in Tessier et al.'s TAPIOCA).
+ * How a round's bytes travel is the exchange method's business
+ * (two_phase.h, chosen per file by aggio_exchange): messages and same-node
+ * shared-memory copies (exchange_two_sided.c), or one-sided puts and gets
+ * (exchange_rma.c).  Each aggregator has two buffers and one is written by
+ * the file's I/O threads (pool.h) while the next round fills the other
+ * (pipelining, as in Tessier et al.'s TAPIOCA).
  */
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
+#include "two_phase.h"
 
-#define TP_TAG 0x2a61
 #define PAGE 4096
 
-/* ---- per-file state: the aggregators' buffers ---------------------------------- */
-
-/* Per aggregator in the node's window: a header page (the end of valid data
- * of each buffer, for reads that reach end of file), then two buffers. */
-struct tp_header {
-  int64_t valid_end[2];
-};
-
-struct tp_file {
-  MPI_Win win;          /* the node's aggregator buffers, or MPI_WIN_NULL */
-  int64_t slot;         /* bytes of one buffer */
-  char **peer;          /* [naggr]: header of each same-node aggregator, or NULL */
-  char *private_buf;    /* this aggregator's buffers without shared memory */
-  int64_t align;        /* buffer alignment */
-  int *fallback;        /* [nprocs] counts for a rank whose call could not
-                         * allocate its own: it still joins the exchange */
-};
-
-static char *page_align(char *p, int64_t align) {
-  uintptr_t u = (uintptr_t)p, a = (uintptr_t)align;
-  return (char *)((u + a - 1) / a * a);
-}
+/* ---- per-file state: the aggregators' buffers and the exchange --------------------- */
 
 /* Buffer size from the hints alone, the same on every rank and every call:
  * message block lengths are int, so at most 1 GiB. */
@@ -66,148 +44,79 @@ static int64_t buffer_align(aggio_file fh) {
   return fh->dio_align > PAGE ? fh->dio_align : PAGE;
 }
 
-/* Maps every same-node aggregator's window part. */
-static int map_peers(aggio_file fh, struct tp_file *f) {
-  MPI_Group world, node;
-  f->peer = calloc((size_t)fh->naggr, sizeof *f->peer);
-  int *node_rank = malloc((size_t)fh->naggr * sizeof *node_rank);
-  if (!f->peer || !node_rank) {
-    free(node_rank);
-    return AGGIO_ERR_NOMEM;
-  }
-  MPI_Comm_group(fh->comm, &world);
-  MPI_Comm_group(fh->node_comm, &node);
-  MPI_Group_translate_ranks(world, fh->naggr, fh->aggr, node, node_rank);
-  for (int i = 0; i < fh->naggr; i++) {
-    MPI_Aint size;
-    int disp;
-    char *base = NULL;
-    if (node_rank[i] == MPI_UNDEFINED)
-      continue;
-    MPI_Win_shared_query(f->win, node_rank[i], &size, &disp, &base);
-    f->peer[i] = size > 0 ? page_align(base, f->align) : NULL;
-  }
-  MPI_Group_free(&world);
-  MPI_Group_free(&node);
-  free(node_rank);
-  return 0;
-}
-
 static void tp_fini(aggio_file fh, void *state) {
   struct tp_file *f = state;
-  (void)fh;
   if (!f)
     return;
-  if (f->win != MPI_WIN_NULL) {
-    MPI_Win_unlock_all(f->win);
-    MPI_Win_free(&f->win);
-  }
-  free(f->peer);
+  if (f->x)
+    f->x->close(fh, f);
   free(f->private_buf);
   free(f->fallback);
   free(f);
 }
 
-/* Collective over the node: each aggregator allocates its header and two
- * buffers in one shared window (refused windows fall back to messages). */
-static int make_window(aggio_file fh, struct tp_file *f) {
-  MPI_Info info;
-  MPI_Info_create(&info);
-  MPI_Info_set(info, "alloc_shared_noncontig", "true"); /* own pages, own NUMA domain */
-  MPI_Aint bytes = fh->my_aggr_index >= 0 ? (MPI_Aint)(2 * f->align + 2 * f->slot) : 0;
-  char *base = NULL;
-  int ok = MPI_Win_allocate_shared(bytes, 1, info, fh->node_comm, &base, &f->win) ==
-           MPI_SUCCESS;
-  MPI_Info_free(&info);
-  if (!ok)
-    f->win = MPI_WIN_NULL;
-  int all_ok = 0;
-  MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, fh->node_comm);
-  if (all_ok) {
-    MPI_Win_lock_all(MPI_MODE_NOCHECK, f->win);
-    all_ok = map_peers(fh, f) == 0;
-    MPI_Allreduce(MPI_IN_PLACE, &all_ok, 1, MPI_INT, MPI_MIN, fh->node_comm);
-  }
-  if (!all_ok && f->win != MPI_WIN_NULL) {
-    if (ok)
-      MPI_Win_unlock_all(f->win);
-    MPI_Win_free(&f->win);
-    f->win = MPI_WIN_NULL;
-  }
-  return 0;
+/* The exchange the hint asks for: automatic is two_sided until a
+ * measurement shows where rma pays (docs/strategies.md). */
+static const struct aggio__exchange_ops *wanted_exchange(aggio_file fh, char *why,
+                                                         size_t whylen) {
+  const char *h = fh->hints.exchange.str;
+  if (strcmp(h, "rma") == 0)
+    return &aggio__exchange_rma;
+  if (strcmp(h, "two_sided") != 0 && strcmp(h, "automatic") != 0 && strcmp(h, "auto") != 0)
+    snprintf(why, whylen, "aggio_exchange \"%.60s\" is not two_sided, rma or automatic; "
+             "two_sided", h);
+  return &aggio__exchange_two_sided;
 }
 
+/* Collective: the exchange method, falling back to two_sided (which always
+ * works) when the one asked for cannot run on every rank; the choice and
+ * the reason for a fallback go to aggio_file_get_info. */
+static void open_exchange(aggio_file fh, struct tp_file *f) {
+  char why[sizeof fh->exchange_why] = "";
+  f->x = wanted_exchange(fh, why, sizeof why);
+  if (f->x != &aggio__exchange_two_sided && !f->x->open(fh, f, why, sizeof why))
+    f->x = &aggio__exchange_two_sided;
+  if (f->x == &aggio__exchange_two_sided)
+    f->x->open(fh, f, why, sizeof why);
+  snprintf(fh->exchange_used, sizeof fh->exchange_used, "%s", f->x->name);
+  snprintf(fh->exchange_why, sizeof fh->exchange_why, "%s", why);
+}
+
+/* The ranks agree on their allocations before the exchange makes windows
+ * (collectives that a rank without memory could not join, nor leave in the
+ * same order as the others); a rank that has its memory returns without
+ * state, and the engine's agreement after init stops every rank. */
 static int tp_init(aggio_file fh, void **state, struct aggio__err *e) {
-  struct tp_file *f = calloc(1, sizeof *f);
-  if (!f)
-    return aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: out of memory", fh->rank);
-  f->win = MPI_WIN_NULL;
+  struct tp_file *f = aggio__calloc(fh, 1, sizeof *f);
+  int *fallback = f ? aggio__calloc(fh, (size_t)fh->nprocs, sizeof *fallback) : NULL;
+  int ok = fallback != NULL, all_ok = 0;
+  int mpi_ok = MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, fh->comm) == MPI_SUCCESS;
+  if (!ok || !all_ok || !mpi_ok) {
+    free(fallback);
+    free(f);
+    if (!ok)
+      return aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: out of memory", fh->rank);
+    if (!mpi_ok)
+      return aggio__fail(e, AGGIO_ERR_MPI, "rank %d: MPI_Allreduce failed", fh->rank);
+    return 0; /* another rank failed: the engine's agreement says which */
+  }
+  f->fallback = fallback;
+  f->win = f->rma_win = MPI_WIN_NULL;
   f->align = buffer_align(fh);
   f->slot = aggio__round_up(buffer_bytes(fh) + f->align, f->align);
-  f->fallback = calloc((size_t)fh->nprocs, sizeof *f->fallback);
   *state = f;
-  if (fh->hints.node_shm.num != AGGIO_DISABLE)
-    make_window(fh, f); /* collective on the node, even after a failure above */
-  if (!f->fallback)
-    return aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: out of memory", fh->rank);
-  if (f->win == MPI_WIN_NULL && fh->my_aggr_index >= 0) {
-    f->private_buf = aggio__alloc_aligned(2 * f->align + 2 * f->slot, f->align);
+  open_exchange(fh, f);
+  if (!f->own && fh->my_aggr_index >= 0) {
+    f->private_buf = aggio__alloc_aligned(tp_buffers_bytes(f), f->align);
     if (!f->private_buf)
       return aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: out of memory for the "
                          "aggregator buffers", fh->rank);
+    f->own = f->private_buf;
   }
   return 0;
 }
 
 /* ---- per-operation state ---------------------------------------------------------- */
-
-/* A rank's own range with its position in the data stream. */
-struct piece {
-  int64_t off, len, spos;
-};
-
-struct piece_list {
-  struct piece *v;
-  size_t n, cap, cursor;
-};
-
-struct tp;
-
-/* One of an aggregator's two buffers, and the write it may have in flight. */
-struct slot {
-  char *buf;                  /* shared-memory or private */
-  struct tp_header *hdr;      /* its header (valid end for reads) */
-  int64_t lo;                 /* window this buffer holds */
-  struct aggio__extents runs; /* covered runs of the window */
-  int rmw;                    /* write the span, old bytes read in first */
-  struct aggio__batch batch;  /* its write in the pool */
-  struct aggio__job job;
-  struct tp *t;
-};
-
-struct tp {
-  struct aggio__op *op;
-  aggio_file fh;
-  struct tp_file *f;
-  int naggr, me;           /* me: my aggregator index, or -1 */
-  int64_t *fd_lo, *fd_hi;  /* file domains */
-  int64_t cb, nrounds, k;  /* bytes per round, rounds, current round */
-  int shm;                 /* same-node copies through shared memory */
-  int pipeline;            /* writes on the pool's threads */
-  struct piece_list *mine; /* [naggr]: my ranges in each domain */
-  struct aggio__extents *theirs;  /* [nprocs]: ranges of my domain per rank */
-  size_t *their_cursor;           /* [nprocs] */
-  struct aggio__extents *window;  /* [nprocs]: theirs clipped to this round */
-  struct slot slot[2];
-  int *scount, *rcount, *sdisp, *rdisp; /* offset exchange */
-  int64_t *sbuf, *rbuf;
-  MPI_Datatype *types;
-  int ntypes;
-  int *blens;                     /* scratch for derived types */
-  MPI_Aint *disps;
-  size_t scratch_cap;
-  int setup_failed;
-};
 
 static int piece_push(struct piece_list *l, int64_t off, int64_t len, int64_t spos) {
   if (l->n == l->cap) {
@@ -238,7 +147,7 @@ static void tp_free(struct aggio__op *op) {
     MPI_Type_free(&t->types[i]);
   void *arrays[] = {t->fd_lo, t->fd_hi, t->mine, t->theirs, t->their_cursor, t->window,
                     t->scount, t->rcount, t->sdisp, t->rdisp, t->sbuf, t->rbuf,
-                    t->types, t->blens, t->disps};
+                    t->types, t->blens, t->disps, t->tdisps, t->note};
   for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
     free(arrays[i]);
   free(t);
@@ -271,13 +180,9 @@ static int split_mine(struct tp *t) {
 
 static void buffers_of(struct tp *t) {
   struct tp_file *f = t->f;
-  char *base = NULL;
+  char *base = f->own;
   if (t->me < 0)
     return;
-  if (f->win != MPI_WIN_NULL)
-    base = f->peer[t->me];
-  else
-    base = f->private_buf;
   for (int s = 0; s < 2; s++) {
     t->slot[s].hdr = (struct tp_header *)base;
     t->slot[s].buf = base ? base + f->align + s * f->slot : NULL;
@@ -374,7 +279,7 @@ static int exchange_counts(struct aggio__op *op) {
   return aggio__op_alltoall(op, t->scount, t->rcount, 1, MPI_INT, AGGIO_P_PLAN);
 }
 
-static int ensure_scratch(struct tp *t, size_t n) {
+int aggio__tp_scratch(struct tp *t, size_t n) {
   if (n <= t->scratch_cap)
     return 0;
   int *b = realloc(t->blens, n * sizeof *b);
@@ -385,6 +290,10 @@ static int ensure_scratch(struct tp *t, size_t n) {
   if (!d)
     return AGGIO_ERR_NOMEM;
   t->disps = d;
+  MPI_Aint *td = realloc(t->tdisps, n * sizeof *td);
+  if (!td)
+    return AGGIO_ERR_NOMEM;
+  t->tdisps = td;
   t->scratch_cap = n;
   return 0;
 }
@@ -410,13 +319,14 @@ static int reserve_all(struct tp *t) {
   }
   for (int i = 0; i < t->naggr; i++)
     most = t->mine[i].n > most ? t->mine[i].n : most;
+  t->note = aggio__malloc(fh, (4 * (size_t)t->naggr + 2 * (size_t)fh->nprocs) * sizeof *t->note);
   t->sbuf = aggio__malloc(fh, (size_t)(stotal ? stotal : 1) * sizeof *t->sbuf);
   t->rbuf = aggio__malloc(fh, (size_t)(rtotal ? rtotal : 1) * sizeof *t->rbuf);
-  if (!t->sbuf || !t->rbuf ||
+  if (!t->note || !t->sbuf || !t->rbuf ||
       aggio__extents_reserve(&t->slot[0].runs, total) != 0 ||
       aggio__extents_reserve(&t->slot[1].runs, total) != 0)
     return AGGIO_ERR_NOMEM;
-  return ensure_scratch(t, most + 1);
+  return aggio__tp_scratch(t, most + 1);
 }
 
 static int send_offsets(struct aggio__op *op);
@@ -473,99 +383,22 @@ static int unpack_offsets(struct aggio__op *op) {
 
 /* ---- one round ------------------------------------------------------------------------ */
 
-/* Posts one message of n blocks (blens/disps relative to base). */
-static int post(struct tp *t, char *base, int n, int peer, int is_send) {
-  MPI_Request *r = aggio__op_request(t->op);
-  if (!r)
-    return AGGIO_ERR_NOMEM;
-  MPI_Comm c = t->fh->comm;
-  int rc;
-  if (n == 1) {
-    char *p = base + t->disps[0];
-    rc = is_send ? MPI_Isend(p, t->blens[0], MPI_BYTE, peer, TP_TAG, c, r)
-                 : MPI_Irecv(p, t->blens[0], MPI_BYTE, peer, TP_TAG, c, r);
-  } else {
-    MPI_Datatype *ty = &t->types[t->ntypes++];
-    MPI_Type_create_hindexed(n, t->blens, t->disps, MPI_BYTE, ty);
-    MPI_Type_commit(ty);
-    rc = is_send ? MPI_Isend(base, 1, *ty, peer, TP_TAG, c, r)
-                 : MPI_Irecv(base, 1, *ty, peer, TP_TAG, c, r);
+int64_t aggio__tp_my_parts(struct tp *t, int i, int64_t *lo, int64_t *hi,
+                           aggio__tp_part_fn fn, void *ctx) {
+  struct piece_list *l = &t->mine[i];
+  int64_t moved = 0;
+  aggio__round_window(t->fd_lo[i], t->fd_hi[i], t->cb, t->k, lo, hi);
+  while (l->cursor < l->n && l->v[l->cursor].off + l->v[l->cursor].len <= *lo)
+    l->cursor++;
+  for (size_t j = l->cursor; j < l->n && l->v[j].off < *hi; j++) {
+    int64_t a = l->v[j].off > *lo ? l->v[j].off : *lo;
+    int64_t b = l->v[j].off + l->v[j].len < *hi ? l->v[j].off + l->v[j].len : *hi;
+    int rc = fn ? fn(t, ctx, a, b, l->v[j].spos + (a - l->v[j].off)) : 0;
+    if (rc != 0)
+      return rc;
+    moved += b - a;
   }
-  return rc == MPI_SUCCESS ? 0 : AGGIO_ERR_MPI;
-}
-
-/* Where file offset `off` of a window starting at `lo` lives in a buffer:
- * shifted so that aligned offsets land on aligned memory (direct I/O). */
-static char *buf_at(const struct tp *t, char *buf, int64_t lo, int64_t off) {
-  return buf + (lo % t->f->align) + (off - lo);
-}
-
-/* Buffer s of aggregator i as this rank reaches it through shared memory,
- * or NULL (other node, or shared memory off); its header in *hdr. */
-static char *peer_buffer(const struct tp *t, int i, int s, struct tp_header **hdr) {
-  if (!t->shm || !t->f->peer[i])
-    return NULL;
-  *hdr = (struct tp_header *)t->f->peer[i];
-  return t->f->peer[i] + t->f->align + s * t->f->slot;
-}
-
-/* 1 if rank r reaches my buffers through shared memory. */
-static int same_node(const struct tp *t, int r) {
-  aggio_file fh = t->fh;
-  return t->shm && fh->node_of_rank[r] == fh->node_of_rank[fh->rank];
-}
-
-/* Copies [a, b) of a shared buffer in or out; reads stop at the end of the
- * data the aggregator found (end of file). */
-static void copy_shared(struct tp *t, char *peer, const struct tp_header *h, int s,
-                        int64_t lo, int64_t a, int64_t b, int64_t spos, int is_write) {
-  char *stream = t->op->acc.stream;
-  if (is_write) {
-    memcpy(buf_at(t, peer, lo, a), stream + spos, (size_t)(b - a));
-    return;
-  }
-  if (b > h->valid_end[s])
-    b = h->valid_end[s];
-  if (b > a)
-    memcpy(stream + spos, buf_at(t, peer, lo, a), (size_t)(b - a));
-}
-
-/* This rank's side of round k: for each aggregator, the stream bytes of my
- * pieces inside that aggregator's window, copied through shared memory when
- * the aggregator shares the node, else sent (or received) as one message. */
-static int move_mine(struct tp *t, int is_write) {
-  char *stream = t->op->acc.stream;
-  int s = (int)(t->k % 2);
-  for (int i = 0; i < t->naggr; i++) {
-    int64_t lo, hi;
-    struct piece_list *l = &t->mine[i];
-    struct tp_header *h = NULL;
-    aggio__round_window(t->fd_lo[i], t->fd_hi[i], t->cb, t->k, &lo, &hi);
-    char *peer = peer_buffer(t, i, s, &h);
-    int n = 0;
-    int64_t moved = 0;
-    while (l->cursor < l->n && l->v[l->cursor].off + l->v[l->cursor].len <= lo)
-      l->cursor++;
-    for (size_t j = l->cursor; j < l->n && l->v[j].off < hi; j++) {
-      int64_t a = l->v[j].off > lo ? l->v[j].off : lo;
-      int64_t b = l->v[j].off + l->v[j].len < hi ? l->v[j].off + l->v[j].len : hi;
-      int64_t spos = l->v[j].spos + (a - l->v[j].off);
-      moved += b - a;
-      if (peer) {
-        copy_shared(t, peer, h, s, lo, a, b, spos, is_write);
-        continue;
-      }
-      if (ensure_scratch(t, (size_t)n + 1) != 0)
-        return AGGIO_ERR_NOMEM;
-      t->disps[n] = (MPI_Aint)spos;
-      t->blens[n] = (int)(b - a);
-      n++;
-    }
-    aggio__count_moved(t->fh, t->fh->aggr[i], moved); /* my side counts each byte once */
-    if (n > 0 && post(t, stream, n, t->fh->aggr[i], is_write) != 0)
-      return AGGIO_ERR_MPI;
-  }
-  return 0;
+  return moved;
 }
 
 /* The aggregator's window of round k: every rank's ranges clipped to it,
@@ -580,34 +413,6 @@ static int plan_window(struct tp *t, struct slot *sl) {
   }
   sl->lo = lo;
   return aggio__coverage(t->window, t->fh->nprocs, &sl->runs);
-}
-
-/* Messages with the ranks that cannot reach the buffer through shared
- * memory.  Reads send only what lies before end of file: the receiver's
- * type is then filled as far as the data goes, in stream order. */
-static int post_theirs(struct tp *t, struct slot *sl, int is_send) {
-  int64_t end = is_send ? sl->hdr->valid_end[t->k % 2] : INT64_MAX;
-  for (int r = 0; r < t->fh->nprocs; r++) {
-    struct aggio__extents *w = &t->window[r];
-    if (w->n == 0 || same_node(t, r))
-      continue;
-    if (ensure_scratch(t, w->n) != 0)
-      return AGGIO_ERR_NOMEM;
-    int n = 0;
-    for (size_t j = 0; j < w->n && w->v[j].off < end; j++) {
-      int64_t len = w->v[j].off + w->v[j].len <= end ? w->v[j].len : end - w->v[j].off;
-      t->disps[n] = (MPI_Aint)(w->v[j].off - sl->lo);
-      t->blens[n++] = (int)len;
-    }
-    if (n == 0) { /* nothing before end of file: an empty message still pairs */
-      t->disps[0] = 0;
-      t->blens[0] = 0;
-      n = 1;
-    }
-    if (post(t, buf_at(t, sl->buf, sl->lo, sl->lo), n, r, is_send) != 0)
-      return AGGIO_ERR_MPI;
-  }
-  return 0;
 }
 
 static int64_t span_lo(const struct slot *sl) { return sl->runs.v[0].off; }
@@ -634,7 +439,7 @@ static int read_holes(struct tp *t, struct slot *sl) {
   if (!sl->rmw)
     return 0;
   int64_t a = span_lo(sl), b = span_hi(sl), got = 0;
-  char *p = buf_at(t, sl->buf, sl->lo, a);
+  char *p = tp_buf_at(t, sl->buf, sl->lo, a);
   if (t->fh->stats) {
     t->fh->stats->c[AGGIO_C_RMW_COUNT]++;
     t->fh->stats->c[AGGIO_C_RMW_BYTES] += b - a;
@@ -653,7 +458,7 @@ static int write_slot(struct slot *sl, struct aggio__err *e) {
   int flags = AGGIO_IO_AGGREGATOR | AGGIO_IO_DIRECT_OK;
   int rc = 0;
   if (sl->rmw) {
-    rc = aggio__pwrite(t->fh, buf_at(t, sl->buf, sl->lo, span_lo(sl)),
+    rc = aggio__pwrite(t->fh, tp_buf_at(t, sl->buf, sl->lo, span_lo(sl)),
                        span_hi(sl) - span_lo(sl), span_lo(sl), flags, e);
     if (t->fh->atomic) {
       struct aggio__err ue = {0};
@@ -663,7 +468,7 @@ static int write_slot(struct slot *sl, struct aggio__err *e) {
   }
   for (size_t i = 0; rc == 0 && i < sl->runs.n; i++) {
     const struct aggio__extent *x = &sl->runs.v[i];
-    rc = aggio__pwrite(t->fh, buf_at(t, sl->buf, sl->lo, x->off), x->len, x->off, flags, e);
+    rc = aggio__pwrite(t->fh, tp_buf_at(t, sl->buf, sl->lo, x->off), x->len, x->off, flags, e);
   }
   return rc;
 }
@@ -705,7 +510,6 @@ static void slot_collect(struct tp *t, struct slot *sl) {
 }
 
 static int round_prepare(struct aggio__op *op);
-static int round_exchange(struct aggio__op *op);
 static int read_window(struct tp *t, struct slot *sl);
 static int drain(struct aggio__op *op);
 
@@ -720,11 +524,9 @@ static int round_begin(struct aggio__op *op) {
   return aggio__op_await(op, slot_test, slot_block, AGGIO_P_IO_WAIT);
 }
 
-static int round_exchange(struct aggio__op *op);
-
 /* The aggregator plans its window and fills its buffer where it must (a
  * write with small holes reads them first; a read reads the window); then
- * same-node ranks may use the buffer. */
+ * the exchange moves the round's bytes (two_phase.h). */
 static int round_prepare(struct aggio__op *op) {
   struct tp *t = op->sdata;
   struct slot *sl = &t->slot[t->k % 2];
@@ -736,40 +538,13 @@ static int round_prepare(struct aggio__op *op) {
     if (!op->acc.is_write)
       read_window(t, sl);
   }
-  aggio__then(op, round_exchange, AGGIO_P_EXCHANGE);
-  if (!t->shm)
-    return AGGIO_STEP_NEXT;
-  return aggio__op_barrier(op, op->fh->node_comm, AGGIO_P_WAIT);
+  return aggio__then(op, t->f->x->round, AGGIO_P_EXCHANGE);
 }
 
-static int round_received(struct aggio__op *op);
-
-static int round_exchange(struct aggio__op *op) {
-  struct tp *t = op->sdata;
-  int is_write = op->acc.is_write;
-  if (t->me >= 0)
-    aggio__op_note(op, post_theirs(t, &t->slot[t->k % 2], !is_write),
-                   is_write ? "receive" : "send");
-  aggio__op_note(op, move_mine(t, is_write), is_write ? "send" : "receive");
-  aggio__then(op, round_received, AGGIO_P_EXCHANGE);
-  return aggio__op_await_requests(op, AGGIO_P_EXCHANGE);
-}
-
-static int round_written(struct aggio__op *op);
-
-static int round_received(struct aggio__op *op) {
-  struct tp *t = op->sdata;
-  for (int i = 0; i < t->ntypes; i++)
-    MPI_Type_free(&t->types[i]);
-  t->ntypes = 0;
-  aggio__then(op, round_written, AGGIO_P_WRITE);
-  if (!t->shm || !op->acc.is_write)
-    return AGGIO_STEP_NEXT;
-  /* every same-node rank has copied in */
-  return aggio__op_barrier(op, op->fh->node_comm, AGGIO_P_WAIT);
-}
-
-static int round_written(struct aggio__op *op) {
+/* The round's bytes are in the aggregators' buffers (or the ranks'
+ * streams): the aggregator's write goes to the I/O threads while the next
+ * round fills its other buffer. */
+int aggio__tp_round_moved(struct aggio__op *op) {
   struct tp *t = op->sdata;
   if (t->me >= 0 && op->acc.is_write)
     slot_write(t, &t->slot[t->k % 2]);
@@ -789,7 +564,7 @@ static int read_window(struct tp *t, struct slot *sl) {
   size_t n = whole ? 1 : sl->runs.n;
   for (size_t i = 0; i < n; i++) {
     int64_t got = 0;
-    int rc = aggio__pread(t->fh, buf_at(t, sl->buf, sl->lo, v[i].off), v[i].len, v[i].off,
+    int rc = aggio__pread(t->fh, tp_buf_at(t, sl->buf, sl->lo, v[i].off), v[i].len, v[i].off,
                           &got, AGGIO_IO_AGGREGATOR, &t->op->err);
     if (rc != 0)
       return rc;

@@ -15,7 +15,7 @@ RECORD = 47008  # IO-500 ior-hard's record size
 
 # aggio's strategies, as the aggio_strategy hint names them.  The only list
 # of them in bench/: configurations and tests derive theirs from it.
-AGGIO_STRATEGIES = ("auto", "independent", "two_phase", "write_behind")
+AGGIO_STRATEGIES = ("auto", "independent", "two_phase", "write_behind", "node_local")
 
 # How the matrix launches each MPI library.  Open MPI runs as root only with
 # the two variables; --oversubscribe lets 8 ranks run on 2 cores.
@@ -51,7 +51,40 @@ def _configurations():
         for s in AGGIO_STRATEGIES)
 
 
-CONFIGS = _configurations()
+# Node-local aggregation (issue 11), on emulated nodes: 8 ranks as 4 nodes
+# x 2 ranks and as 2 x 4 (aggio_emulate_nodes; MPICH's 2 ranks become 2 x 1),
+# node_local against two_phase, independent and auto on the same layout; then
+# K aggregators per node (cb_config_list=*:K, K = 1, 2, 4) in two_phase and
+# node_local next to ROMIO and OMPIO with the same cb_config_list (the MPI
+# libraries see the one real node).  Only the nodelocal mode runs these.
+NODE_LAYOUTS = ((4, 2), (2, 4))
+NODE_AGGREGATORS = (1, 2, 4)
+
+
+def _node_configurations():
+    out = []
+    aggio = ("-a", "AGGIO", "-c")
+    for nodes, ppn in NODE_LAYOUTS:
+        emulate = ("--hint", f"aggio_emulate_nodes={nodes}")
+        for s in ("node_local", "two_phase", "independent", "auto"):
+            out.append(Config(f"AGGIO-{s}-{nodes}x{ppn}", "aggio", None, (),
+                              aggio + ("--hint", f"aggio_strategy={s}") + emulate))
+    emulate = ("--hint", "aggio_emulate_nodes=2")
+    for k in NODE_AGGREGATORS:
+        cbl = ("--hint", f"cb_config_list=*:{k}")
+        for s in ("two_phase", "node_local"):
+            out.append(Config(f"AGGIO-{s}-2x4-cb{k}", "aggio", None, (),
+                              aggio + ("--hint", f"aggio_strategy={s}") + emulate + cbl))
+        out.append(Config(f"MPIIO-romio-cb{k}", "mpiio", None, ("@romio",),
+                          ("-a", "MPIIO", "-c", "--hint", "romio_cb_write=enable") + cbl))
+        out.append(Config(f"MPIIO-ompio-cb{k}", "mpiio", ("openmpi",), ("--mca", "io", "ompio"),
+                          ("-a", "MPIIO", "-c") + cbl))
+    return tuple(out)
+
+
+NODE_CONFIGS = _node_configurations()
+NODE_CONFIG_NAMES = frozenset(c.name for c in NODE_CONFIGS)
+CONFIGS = _configurations() + NODE_CONFIGS
 PEER_KINDS = ("posix", "mpiio")  # shared-file configurations that are not aggio
 DEFAULT_AGGIO = "AGGIO-auto"     # the configuration targets are judged on
 
@@ -95,6 +128,14 @@ MODES = {
              "base_ranks": {"openmpi": (4,), "mpich": (2,)},
              "configs": None,
              "min_segments": {"ior-hard": 6000, "segmented-1m": 256, "4k-calls": 5000}},
+    # bench/matrix --nodelocal: issue 11's measurements (see NODE_LAYOUTS)
+    "nodelocal": {"bytes": 512 * MIB, "reps": 3, "timeout": 900, "settle": 1.0,
+                  "ranks": {"openmpi": (8,), "mpich": (2,)},
+                  "base_ranks": {"openmpi": (8,), "mpich": (2,)},
+                  "configs": tuple(c.name for c in NODE_CONFIGS)
+                  + ("MPIIO-ompio", "MPIIO-romio", "MPIIO-romio-cb", "AGGIO-auto"),
+                  "patterns": ("segmented-1m", "ior-hard", "hacc-soa", "subarray"),
+                  "min_segments": {"ior-hard": 6000, "segmented-1m": 256}},
 }
 
 
@@ -218,11 +259,14 @@ def runs_kind(pat, kind):
 
 
 def configs_for(pat, flavor, mode_configs=None, only=None):
-    """The configurations a group runs, in table order."""
+    """The configurations a group runs, in table order; the node-local
+    ones only where the mode or --configs names them."""
+    named = set(mode_configs or ()) | set(only or ())
     return [c for c in CONFIGS
             if (not c.flavors or flavor in c.flavors) and runs_kind(pat, c.kind)
             and (not mode_configs or c.name in mode_configs)
-            and (not only or c.name in only)]
+            and (not only or c.name in only)
+            and (c.name not in NODE_CONFIG_NAMES or c.name in named)]
 
 
 def make_cell(opts, flavor, np, pat, cfg):
@@ -241,7 +285,8 @@ def make_cell(opts, flavor, np, pat, cfg):
     launch = [f["mpiexec"], "-n", str(np)] + list(f["flags"]) + launcher_flags(cfg, flavor)
     return {"flavor": flavor, "np": np, "pattern": pat.name, "config": cfg.name,
             "kind": cfg.kind, "launch": launch, "bench": bench, "path": path,
-            "ior": ior_command(pat, cfg, np, size), "layout": layout}
+            "ior": ior_command(pat, cfg, np, size), "layout": layout,
+            "stats": cfg.kind == "aggio" and cfg.name in NODE_CONFIG_NAMES}
 
 
 def plan(opts):

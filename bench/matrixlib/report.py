@@ -229,6 +229,27 @@ def failures_section(results):
                                            "error"], rows) + [""]
 
 
+def moved_section(results):
+    """Node-local runs: the bytes that crossed (emulated) nodes and those
+    copied within them, from aggio's statistics (AGGIO_STATS=1), per
+    configuration; node_local must show 0 crossing."""
+    rows = {}
+    for r in results:
+        if r.get("moved") is None:
+            continue
+        c = r["cell"]
+        rows.setdefault((c["flavor"], c["np"], c["pattern"], c["config"]), []).append(r["moved"])
+    if not rows:
+        return []
+    body = [[f, n, p, cfg, ", ".join(str(m[0]) for m in v), ", ".join(str(m[1]) for m in v)]
+            for (f, n, p, cfg), v in rows.items()]
+    return (["## Bytes across nodes", "",
+             "From aggio's statistics printed at close (write and read files together), "
+             "one figure per repetition.", ""]
+            + table(["MPI", "ranks", "pattern", "configuration", "crossing nodes",
+                     "within nodes"], body) + [""])
+
+
 def commands_section(results, json_rel):
     cmds = []
     for r in results:
@@ -248,6 +269,7 @@ def report(info, results, notes):
     L += summary_section(groups) + [""]
     L += micro_section(groups)
     L += detail_section(groups)
+    L += moved_section(results)
     L += failures_section(results)
     L += ["## Analysis", ""] + (notes or [
         "Reasons for missed targets: not yet analysed (pass a notes file with `--notes`; "

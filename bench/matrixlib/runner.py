@@ -89,6 +89,8 @@ def run_one(cell, rep, binary, json_path, timeout, log):
     """Launches one repetition of one cell; returns its result: the JSON
     record, or the error."""
     env = dict(os.environ, **plan.FLAVORS[cell["flavor"]]["env"])
+    if cell.get("stats"):  # node-local runs: bytes across nodes, from aggio's statistics
+        env["AGGIO_STATS"] = "1"
     cmd = command(cell, binary, json_path)
     before = len(read_jsonl(json_path))
     t0 = time.time()
@@ -104,7 +106,25 @@ def run_one(cell, rep, binary, json_path, timeout, log):
     record = recs[-1] if recs and rc == 0 else None
     remove_data(cell["path"])
     return {"cell": cell, "rep": rep, "rc": rc, "seconds": seconds, "record": record,
-            "error": None if record else last_error(out, rc)}
+            "error": None if record else last_error(out, rc),
+            "moved": moved_bytes(out) if cell.get("stats") else None}
+
+
+def moved_bytes(out):
+    """(bytes crossing nodes, bytes copied within nodes) summed over the
+    statistics blocks aggio printed at each close, or None without any."""
+    crossing = within = 0
+    found = False
+    for line in out.splitlines():
+        key, sep, value = line.strip().partition(": ")
+        if sep and key in ("bytes crossing nodes", "bytes copied within nodes"):
+            found = True
+            n = int(value.split()[0]) if value.split() and value.split()[0].isdigit() else 0
+            if key == "bytes crossing nodes":
+                crossing += n
+            else:
+                within += n
+    return (crossing, within) if found else None
 
 
 def results_from(records, sched, missing):

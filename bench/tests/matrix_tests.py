@@ -2,7 +2,8 @@
 """Unit tests of bench/matrix's planning, figures and report (no MPI, no
 runs): the patterns' aggio-bench and IOR command lines, rank counts, the
 interleaved order, ratios against the best FPP and MPI-IO configurations,
-memory and 4 KiB call figures, targets, and the report's tables.
+memory and 4 KiB call figures, targets, and the report's tables; and
+bench/exchange's plan and table.
 
   bench/tests/matrix_tests.py [-v]
 
@@ -175,8 +176,49 @@ class Order(unittest.TestCase):
             self.assertEqual([r for r, _ in chunk], [r for r in range(3) for _ in names])
             pos += len(chunk)
 
+    def test_nodelocal_mode(self):
+        """Issue 11's cases: the four patterns at 8 ranks (Open MPI), node_local,
+        two_phase and independent on 4x2 and 2x4 emulated nodes, K = 1, 2, 4
+        aggregators per node next to ROMIO and OMPIO; other modes leave them out."""
+        m = self.plan.MODES["nodelocal"]
+        o = opts(self.plan, "nodelocal", flavors=["openmpi"], patterns=list(m["patterns"]))
+        groups = self.plan.plan(o)
+        self.assertEqual(sorted({g[0]["pattern"] for g in groups}),
+                         ["hacc-soa", "ior-hard", "segmented-1m", "subarray"])
+        names = {c["config"] for g in groups for c in g}
+        for want in ("AGGIO-node_local-4x2", "AGGIO-two_phase-2x4", "AGGIO-independent-4x2",
+                     "AGGIO-node_local-2x4-cb4", "MPIIO-romio-cb2", "MPIIO-ompio-cb4",
+                     "MPIIO-romio"):
+            self.assertIn(want, names)
+        cell = next(c for g in groups for c in g if c["config"] == "AGGIO-node_local-4x2")
+        self.assertEqual(cell["np"], 8)
+        self.assertIn("aggio_emulate_nodes=4", cell["bench"])
+        self.assertIn("aggio_strategy=node_local", cell["bench"])
+        self.assertTrue(cell["stats"])
+        full = {c["config"] for g in self.plan.plan(opts(self.plan)) for c in g}
+        self.assertFalse(full & self.plan.NODE_CONFIG_NAMES)
+        self.assertIn("AGGIO-node_local", full)
+
+    def test_moved_bytes_from_statistics(self):
+        runner = load_runner()
+        out = ("aggio stats for file \"x\"\n  bytes crossing nodes: 0\n"
+               "  bytes copied within nodes: 4096\naggio stats end\n"
+               "  bytes crossing nodes: 10\n  bytes copied within nodes: 6\n")
+        self.assertEqual(runner.moved_bytes(out), (10, 4102))
+        self.assertIsNone(runner.moved_bytes("no statistics"))
+        _, _, report = load()
+        cell = {"flavor": "openmpi", "np": 8, "pattern": "ior-hard",
+                "config": "AGGIO-node_local-4x2"}
+        text = "\n".join(report.moved_section([{"cell": cell, "moved": (0, 4096)},
+                                                {"cell": cell, "moved": (0, 4100)},
+                                                {"cell": cell, "moved": None}]))
+        self.assertIn("## Bytes across nodes", text)
+        self.assertIn("| 0, 0 | 4096, 4100 |", text)
+        self.assertEqual(report.moved_section([{"cell": cell, "moved": None}]), [])
+
     def test_strategy_list_is_the_one_source(self):
-        aggio = [c.name for c in self.plan.CONFIGS if c.kind == "aggio"]
+        aggio = [c.name for c in self.plan.CONFIGS
+                 if c.kind == "aggio" and c.name not in self.plan.NODE_CONFIG_NAMES]
         self.assertEqual(aggio, [f"AGGIO-{s}" for s in self.plan.AGGIO_STRATEGIES])
         self.assertIn(self.plan.DEFAULT_AGGIO, aggio)
 
@@ -314,6 +356,73 @@ class Report(unittest.TestCase):
                      "### openmpi, 4 ranks, ior-hard", "| AGGIO-auto | 600 / 750 / 900 | 0.50× | 1.50× |",
                      "A B C, A B C", "notes here", "## Commands"):
             self.assertIn(part, text)
+
+
+def load_exchange():
+    """bench/exchange (a script without .py) as a module."""
+    import importlib.machinery
+    import importlib.util
+    load()
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "exchange")
+    loader = importlib.machinery.SourceFileLoader("bench_exchange", path)
+    spec = importlib.util.spec_from_loader("bench_exchange", loader)
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    return mod
+
+
+class Exchange(unittest.TestCase):
+    """bench/exchange: rma against two_sided, interleaved, with emulated nodes."""
+
+    def setUp(self):
+        self.ex = load_exchange()
+
+    def args(self, *argv):
+        import argparse
+        parser = argparse.ArgumentParser()
+        self.ex.setup_parser(parser)
+        return parser.parse_args(list(argv))
+
+    def test_cases_and_interleaving(self):
+        sched, reps = self.ex.plan_runs(self.args())
+        self.assertEqual(reps, 3)
+        self.assertEqual(len(sched), 2 * 2 * 3 * 2)  # layouts, patterns, reps, exchanges
+        order = [(c["layout"], c["pattern"], c["exchange"]) for _, c in sched[:4]]
+        self.assertEqual(order, [("4x2", "ior-hard", "two_sided"), ("4x2", "ior-hard", "rma"),
+                                 ("4x2", "ior-hard", "two_sided"), ("4x2", "ior-hard", "rma")])
+        for _, c in sched:
+            b = c["bench"]
+            self.assertEqual(c["launch"][c["launch"].index("-n") + 1], "8")
+            self.assertIn(f"aggio_exchange={c['exchange']}", b)
+            self.assertIn("aggio_strategy=two_phase", b)
+            nodes = {"4x2": 4, "2x4": 2}[c["layout"]]
+            self.assertIn(f"aggio_emulate_nodes={nodes}", b)
+            self.assertIn("-W", b)
+            self.assertIn("-R", b)
+            if c["pattern"] == "ior-hard":
+                self.assertEqual(flag(b, "-t"), "47008")
+                self.assertEqual(flag(b, "-b"), "47008")
+
+    def test_extra_flags_and_selection(self):
+        sched, _ = self.ex.plan_runs(self.args("--quick", "--layouts", "2x4", "--patterns",
+                                               "segmented", "--extra", "--hint aggio_storage=null"))
+        self.assertEqual(len(sched), 2)
+        self.assertIn("aggio_storage=null", sched[0][1]["bench"])
+        with self.assertRaises(SystemExit):
+            self.ex.plan_runs(self.args("--layouts", "3x3"))
+
+    def test_table_ratio(self):
+        def rec(x, w, r):
+            return {"hints": {"aggio_exchange_selected": x}, "ok": True,
+                    "write": {"reps": [{"bw_durable_MiBps": w}]},
+                    "read": {"reps": [{"bw_MiBps": r}]}}
+        res = [{"cell": {"layout": "4x2", "pattern": "ior-hard", "exchange": "two_sided"},
+                "record": rec("two_sided", 100.0, 200.0), "error": None},
+               {"cell": {"layout": "4x2", "pattern": "ior-hard", "exchange": "rma"},
+                "record": rec("rma", 150.0, 100.0), "error": None}]
+        text = self.ex.table(res)
+        self.assertIn("| 4x2 | ior-hard | rma (rma) | 150 (150–150) | 100 (100–100) | 1.50 | "
+                      "0.50 | 1/1 |", text)
 
 
 def main(argv):

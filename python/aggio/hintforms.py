@@ -25,6 +25,7 @@ KNOWN_HINTS = {
     "aggio_strategy": "strategy", "aggio_direct_io": "tristate",
     "aggio_node_shm": "tristate", "aggio_pipeline": "tristate",
     "aggio_write_behind": "tristate", "aggio_write_behind_size": "size",
+    "aggio_node_aggregators": "integer",
     "aggio_placement": "text", "aggio_topology_file": "text",
 }
 

@@ -34,3 +34,21 @@ def test_strided_view_offsets_are_kept_and_noted(tmp_path):
     job = load_traces([b.write(tmp_path / "s.trc")])
     assert _api_offsets(job) == [5]
     assert any("non-contiguous" in n for n in job.notes)
+
+
+def test_offsets_without_a_position_stay_unknown_under_a_view(tmp_path):
+    # Offset -1 means "not known" in the format; the view must not turn it
+    # into a byte offset (0 + -1 * 4 would be -4), and a damaged
+    # displacement that would map an offset below 0 keeps the etype
+    # offset.  Found by the trace fuzzer.
+    b = TraceBuilder(1).open_all()
+    b.op(0, "set_view", offset=0, length=4, type_size=4,
+         flags=fmt.FLAG_API_COLLECTIVE | fmt.FLAG_VIEW_CONTIGUOUS)
+    b.op(0, "write_at", offset=-1, length=2, type_size=4)
+    b.op(0, "set_view", offset=-1, length=8, type_size=8,
+         flags=fmt.FLAG_API_COLLECTIVE | fmt.FLAG_VIEW_CONTIGUOUS)
+    b.op(0, "write_at", offset=0, length=1, type_size=8)
+    b.close_all()
+    job = load_traces([b.write(tmp_path / "n.trc")])
+    assert _api_offsets(job) == [-1, 0]
+    assert (job.ops["offset"] >= -1).all()

@@ -1,8 +1,10 @@
 /*
  * test_faults.c - failures no real file system produces on demand, made
  * with AGGIO_FAULTS (src/storage.h), and the engine's answers to them:
- *   - every small allocation of a two-phase call failing in turn on one
- *     rank: every rank returns the same outcome, none hangs;
+ *   - every small allocation of a two-phase call (with either exchange,
+ *     two_sided and rma) or of a node_local call (and of node_local's
+ *     set-up, its shared window included) failing in turn on one rank:
+ *     every rank returns the same outcome, none hangs;
  *   - a failing fstat on the rank that used to find the end of file for a
  *     collective read, and under MPI_MODE_APPEND at open;
  *   - writes behind the calls failing with EIO: the next collective call,
@@ -57,10 +59,12 @@ static int agreed(int rc, const char *what) {
 
 static unsigned char pat(int r, int64_t i) { return (unsigned char)(r * 31 + i * 7 + i / 253); }
 
-/* Strided two-phase writes and reads (several pieces per rank, several
- * rounds) with the nth allocation of the last rank failing, n = 1, 2, ...
- * until a call gets through untouched. */
-static void t_alloc(void) {
+/* Strided collective writes and reads (several pieces per rank, several
+ * rounds) through `strategy` (two-phase with `exchange`) with the nth
+ * allocation of the last rank failing, n = 1, 2, ... until a call gets
+ * through untouched.  node_local runs on two emulated nodes, so that a
+ * failure on one node must reach the other. */
+static void t_alloc(const char *strategy, const char *exchange) {
   enum { REC = 1000, NREC = 40 };
   unsigned char buf[REC * NREC], back[REC * NREC];
   for (int i = 0; i < REC * NREC; i++)
@@ -72,22 +76,27 @@ static void t_alloc(void) {
   for (int n = 1; n <= 60 && !clean; n++) {
     char spec[64];
     snprintf(spec, sizeof spec, "alloc@%d#%d=ENOMEM", nprocs - 1, n);
+    char hints[64];
+    snprintf(hints, sizeof hints, "*:aggio_exchange=%s", exchange);
+    setenv("AGGIO_HINTS", hints, 1);
     faults(spec);
-    aggio_file fh = open_with("two_phase", MPI_MODE_CREATE | MPI_MODE_RDWR, "cb_buffer_size",
-                              "8192");
+    int nl = strcmp(strategy, "node_local") == 0;
+    aggio_file fh = open_with(strategy, MPI_MODE_CREATE | MPI_MODE_RDWR,
+                              nl ? "aggio_emulate_nodes" : "cb_buffer_size", nl ? "2" : "8192");
     faults(NULL);
+    unsetenv("AGGIO_HINTS");
     CHECK(fh != AGGIO_FILE_NULL, "open: %s", aggio_error_message());
     if (!fh)
       continue;
     aggio_file_set_view(fh, (MPI_Offset)rank * REC, MPI_BYTE, ft, "native", MPI_INFO_NULL);
     int w = aggio_file_write_at_all(fh, 0, buf, REC * NREC, MPI_BYTE, MPI_STATUS_IGNORE);
     char what[80];
-    snprintf(what, sizeof what, "write_at_all with allocation %d failing", n);
+    snprintf(what, sizeof what, "%s/%s write_at_all with allocation %d failing", strategy, exchange, n);
     int wrc = agreed(w, what);
     CHECK(w == 0 || w == AGGIO_ERR_NOMEM, "%s: rank %d got %d", what, rank, w);
     memset(back, 0, sizeof back);
     int r = aggio_file_read_at_all(fh, 0, back, REC * NREC, MPI_BYTE, MPI_STATUS_IGNORE);
-    snprintf(what, sizeof what, "read_at_all after allocation %d failed", n);
+    snprintf(what, sizeof what, "%s/%s read_at_all after allocation %d failed", strategy, exchange, n);
     int rrc = agreed(r, what);
     if (wrc == 0 && rrc == 0)
       CHECK(memcmp(buf, back, sizeof buf) == 0, "%s: data differs", what);
@@ -251,7 +260,9 @@ int main(int argc, char **argv) {
   int id = (int)getpid();
   MPI_Bcast(&id, 1, MPI_INT, 0, MPI_COMM_WORLD);
   snprintf(path, sizeof path, "%s/faults.%d", test_dir(), id);
-  t_alloc();
+  t_alloc("two_phase", "two_sided");
+  t_alloc("two_phase", "rma");
+  t_alloc("node_local", "two_sided");
   t_fstat();
   t_deferred();
   t_bounce();

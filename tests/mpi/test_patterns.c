@@ -1041,9 +1041,14 @@ static void add_hint(struct config *c, const char *k, const char *v) {
   dadd(&c->desc, " %s=%s", k, v);
 }
 
+/* strategy: a strategy's name, or "two_phase+rma" for two-phase with the
+ * one-sided exchange (aggio_exchange=rma). */
 static void make_config(rng_t *g, int np, const char *strategy, struct config *c) {
   char v[64];
+  int rma = strcmp(strategy, "two_phase+rma") == 0;
   memset(c, 0, sizeof *c);
+  if (rma)
+    strategy = "two_phase";
   c->strategy = strategy;
   c->wmode = rng_int(g, 0, M_NMODES - 1);
   c->rmode = rng_int(g, 0, M_NMODES - 1);
@@ -1051,6 +1056,8 @@ static void make_config(rng_t *g, int np, const char *strategy, struct config *c
   c->ignore_status = rng_coin(g, 4);
   c->reuse = rng_coin(g, 3);
   dadd(&c->desc, "aggio_strategy=%s", strategy);
+  if (rma)
+    add_hint(c, "aggio_exchange", "rma");
   if (strcmp(strategy, "independent") != 0) {
     static const int cbs[] = {4096, 8192, 16384, 65536, 5000, 1 << 20};
     snprintf(v, sizeof v, "%d", cbs[rng_int(g, 0, 5)]);
@@ -1073,6 +1080,12 @@ static void make_config(rng_t *g, int np, const char *strategy, struct config *c
     static const char *tri2[] = {"enable", "disable", "automatic"};
     add_hint(c, "aggio_node_shm", tri2[rng_int(g, 0, 2)]);
     add_hint(c, "aggio_pipeline", tri2[rng_int(g, 0, 2)]);
+  }
+  if (strcmp(strategy, "node_local") == 0) {
+    /* it needs its shared window; K aggregators of each node */
+    add_hint(c, "aggio_node_shm", "automatic");
+    snprintf(v, sizeof v, "%d", rng_int(g, 0, 4));
+    add_hint(c, "aggio_node_aggregators", v);
   }
   static const char *tri[] = {"enable", "disable", "automatic"};
   add_hint(c, "romio_ds_write", tri[rng_int(g, 0, 2)]);
@@ -1354,9 +1367,11 @@ static int run_case(struct ctx *cx, int k) {
 
   if (cx->o.verbose && cx->rank == 0)
     printf("case %d: rank 0: view %s\n    memtype %s\n", k, rc.fd.s, rc.md.s);
-  /* aggio: independent, two_phase twice with different hints, write_behind, auto */
-  static const char *strategies[] = {"independent", "two_phase", "two_phase", "write_behind",
-                                     "auto"};
+  /* aggio: independent, two_phase twice with different hints and once with
+   * the one-sided exchange, write_behind, auto, node_local (last, so that
+   * the others' random hints stay as they were) */
+  static const char *strategies[] = {"independent", "two_phase",    "two_phase", "two_phase+rma",
+                                     "write_behind", "auto", "node_local"};
   int ncfg = (int)(sizeof strategies / sizeof *strategies), cfg_fail = 0;
   for (int i = 0; i < ncfg && !gen_bad; i++) {
     struct config c;

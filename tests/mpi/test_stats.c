@@ -157,6 +157,7 @@ struct run {
   const char *tag;
   struct pattern p;
   const char *cb_nodes, *cb_buffer_size, *ds_write;
+  const char *exchange; /* aggio_exchange, or NULL for the default */
   int timers, placement, indep;
   char *out;   /* rank 0: what open and close printed */
   int naggr;   /* aggregators the library chose */
@@ -178,6 +179,8 @@ static void do_run(struct run *rn) {
   MPI_Info_set(info, "cb_nodes", rn->cb_nodes);
   MPI_Info_set(info, "cb_buffer_size", rn->cb_buffer_size);
   MPI_Info_set(info, "romio_ds_write", rn->ds_write);
+  if (rn->exchange)
+    MPI_Info_set(info, "aggio_exchange", rn->exchange);
   if (rn->timers)
     MPI_Info_set(info, "aggio_timers", "true");
   if (rn->placement)
@@ -321,10 +324,12 @@ static void test_ceil(void) {
 }
 
 /* Same pattern, K aggregators and cb_buffer_size B dividing each domain
- * (total/K, block aligned): total/B system writes, total/(K*B) rounds. */
-static void test_rounds(void) {
+ * (total/K, block aligned): total/B system writes, total/(K*B) rounds;
+ * the same with either two-phase exchange (the display names it). */
+static void test_rounds(const char *exchange) {
   struct run rn = {.tag = "rounds", .p = {4096, 0, 4}, .cb_nodes = "2",
-                   .cb_buffer_size = "8192", .ds_write = "automatic", .placement = 1};
+                   .cb_buffer_size = "8192", .ds_write = "automatic", .placement = 1,
+                   .exchange = exchange};
   do_run(&rn);
   if (rank == 0) {
     long long total = (long long)nprocs * 4 * 4096;
@@ -352,6 +357,10 @@ static void test_rounds(void) {
                           "aggio aggregator placement for file \"",
                           "aggio aggregator placement end\n") : NULL;
     CHECK(pc && strstr(pc, "(at close)"), "no placement block at close");
+    char want[64];
+    snprintf(want, sizeof want, "\n  exchange: %s\n", exchange ? exchange : "two_sided");
+    CHECK(pc && strstr(pc, want), "the exchange at close (%s)", want + 3);
+    CHECK(po && !strstr(po, "exchange:"), "an exchange named at open, before any call");
     int64_t next = 0;
     for (int i = 0; i < rn.naggr; i++) {
       char key[32];
@@ -514,7 +523,8 @@ int main(int argc, char **argv) {
   unsetenv("AGGIO_HINTS");
   test_one_write();
   test_ceil();
-  test_rounds();
+  test_rounds(NULL);
+  test_rounds("rma");
   test_gaps();
   test_rmw();
   test_independent();

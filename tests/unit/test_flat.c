@@ -211,6 +211,41 @@ static void test_disjoint(void) {
   aggio__flat_free(f);
 }
 
+/* A filetype valid for one instance: data past its extent (HDF5's resized
+ * types).  Its pieces are in order, its tiles are not. */
+static void test_instance_vs_tiles(void) {
+  int64_t off[] = {0, 40}, len[] = {16, 16};
+  struct aggio__flat *f = aggio__flat_new(off, len, 2, 0, 8);
+  CHECK(aggio__flat_pieces_ordered(f, 0) && aggio__flat_pieces_ordered(f, 1),
+        "one instance: ordered and disjoint");
+  CHECK(!aggio__flat_tiles_ordered(f, 0) && !aggio__flat_tiles_ordered(f, 1),
+        "tiles go back (the next starts at 8, before 40)");
+  CHECK(!aggio__flat_is_monotonic(f) && !aggio__flat_is_disjoint(f), "tiled: neither");
+  aggio__flat_free(f);
+  /* data past the extent, but the next tile starts after the last piece's
+   * start: ordered, yet overlapping */
+  int64_t off2[] = {0}, len2[] = {8};
+  f = aggio__flat_new(off2, len2, 1, 0, 4);
+  CHECK(aggio__flat_tiles_ordered(f, 0) && !aggio__flat_tiles_ordered(f, 1),
+        "8 bytes every 4: tiles ordered, not disjoint");
+  aggio__flat_free(f);
+  /* data below the lower bound (lb 16, data at 0 and 32, extent 48) */
+  int64_t off3[] = {0, 32}, len3[] = {16, 16};
+  f = aggio__flat_new(off3, len3, 2, 16, 48);
+  CHECK(aggio__flat_pieces_ordered(f, 1) && aggio__flat_tiles_ordered(f, 1),
+        "the next tile starts at 48, where the last piece ends");
+  aggio__flat_free(f);
+  /* pieces out of order fail within one instance already */
+  int64_t off4[] = {8, 0}, len4[] = {4, 4};
+  f = aggio__flat_new(off4, len4, 2, 0, 16);
+  CHECK(!aggio__flat_pieces_ordered(f, 0) && !aggio__flat_pieces_ordered(f, 1), "decreasing");
+  aggio__flat_free(f);
+  /* an empty type is in order both ways */
+  f = aggio__flat_new(off4, len4, 0, 0, 0);
+  CHECK(aggio__flat_pieces_ordered(f, 1) && aggio__flat_tiles_ordered(f, 1), "empty");
+  aggio__flat_free(f);
+}
+
 static void test_negative_offsets(void) {
   /* lb < 0: pieces before the origin, e.g. a resized type with lb -8 */
   int64_t off[] = {-8, 0, 4}, len[] = {4, 2, 2};
@@ -345,6 +380,7 @@ int main(void) {
   test_contiguous();
   test_monotonic();
   test_disjoint();
+  test_instance_vs_tiles();
   test_negative_offsets();
   test_pack_roundtrip();
   test_short_unpack();

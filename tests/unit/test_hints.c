@@ -1,7 +1,8 @@
 /*
  * test_hints.c - unit tests of hints.c: the table against AGGIO_HINT_LIST,
  * value parsing for every kind, aggio__hints_set's return codes and kept
- * values, the AGGIO_HINTS (Cray MPICH_MPIIO_HINTS) syntax and hints files.
+ * values, the SimGrid build's forced hints, the AGGIO_HINTS (Cray
+ * MPICH_MPIIO_HINTS) syntax and hints files.
  */
 #include <stdint.h>
 #include <string.h>
@@ -215,7 +216,9 @@ static void test_strategy(void) {
   expect_ok(k, "twophase", AGGIO_STRAT_TWO_PHASE, "two_phase");
   expect_ok(k, "Two_Phase", AGGIO_STRAT_TWO_PHASE, "two_phase");
   expect_bad(k, "two phase");
-  expect_bad(k, "node_local");
+  expect_ok(k, "node_local", AGGIO_STRAT_NODE_LOCAL, "node_local");
+  expect_ok(k, "node-local", AGGIO_STRAT_NODE_LOCAL, "node_local");
+  expect_bad(k, "nodelocal");
   expect_bad(k, "");
 }
 
@@ -360,6 +363,44 @@ static void test_set_clears_ignored(void) {
   CHECK(aggio__hints_set(&h, "striping_factor", "4", AGGIO_HS_INFO, NULL, 0) == 0 &&
             h.striping_factor.ignored[0] == '\0',
         "new value clears ignored");
+}
+
+/* The SimGrid build's hints: defaults forced quietly, a user's other
+ * choice kept visible as ignored, and what needs no forcing left alone. */
+static void test_simulated(void) {
+  struct aggio__hints h;
+  aggio__hints_defaults(&h);
+  aggio__hints_simulated(&h);
+  CHECK(strcmp(h.storage.str, "null") == 0 && h.storage.ignored[0] == '\0',
+        "default storage: %s (%s)", h.storage.str, h.storage.ignored);
+  CHECK(h.pipeline.num == AGGIO_DISABLE && h.pipeline.ignored[0] == '\0', "pipeline");
+  CHECK(h.node_shm.num == AGGIO_DISABLE && strcmp(h.node_shm.str, "disable") == 0, "node_shm");
+  CHECK(h.write_behind.num == AGGIO_DISABLE && h.direct_io.num == AGGIO_DISABLE,
+        "write_behind, direct_io");
+  CHECK(h.strategy.num == AGGIO_STRAT_AUTO && h.strategy.ignored[0] == '\0', "strategy auto");
+
+  aggio__hints_defaults(&h);
+  CHECK(aggio__hints_set(&h, "aggio_storage", "posix", AGGIO_HS_INFO, NULL, 0) == 0 &&
+            aggio__hints_set(&h, "aggio_pipeline", "enable", AGGIO_HS_ENV, NULL, 0) == 0 &&
+            aggio__hints_set(&h, "aggio_strategy", "write_behind", AGGIO_HS_INFO, NULL, 0) == 0 &&
+            aggio__hints_set(&h, "aggio_node_shm", "disable", AGGIO_HS_INFO, NULL, 0) == 0,
+        "set");
+  aggio__hints_simulated(&h);
+  CHECK(strcmp(h.storage.str, "null") == 0 && strstr(h.storage.ignored, "asked posix"),
+        "storage: %s (%s)", h.storage.str, h.storage.ignored);
+  CHECK(h.pipeline.num == AGGIO_DISABLE && strstr(h.pipeline.ignored, "asked enable") &&
+            strstr(h.pipeline.ignored, "no I/O threads"),
+        "pipeline: %s (%s)", h.pipeline.str, h.pipeline.ignored);
+  CHECK(h.strategy.num == AGGIO_STRAT_AUTO && strstr(h.strategy.ignored, "asked write_behind"),
+        "strategy: %s (%s)", h.strategy.str, h.strategy.ignored);
+  CHECK(h.node_shm.ignored[0] == '\0', "node_shm asked disable: nothing ignored (%s)",
+        h.node_shm.ignored);
+
+  aggio__hints_defaults(&h);
+  CHECK(aggio__hints_set(&h, "aggio_strategy", "two_phase", AGGIO_HS_INFO, NULL, 0) == 0, "set");
+  aggio__hints_simulated(&h);
+  CHECK(h.strategy.num == AGGIO_STRAT_TWO_PHASE && h.strategy.ignored[0] == '\0',
+        "two_phase stays: %s", h.strategy.str);
 }
 
 /* ---- AGGIO_HINTS ------------------------------------------------------------ */
@@ -607,6 +648,7 @@ int main(void) {
   test_set_codes();
   test_set_malformed_keeps_value();
   test_set_clears_ignored();
+  test_simulated();
   test_env_basic();
   test_env_patterns();
   test_env_quoting();

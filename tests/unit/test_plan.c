@@ -318,6 +318,39 @@ static void test_auto(void) {
   in.striped = 0;
   CHECK(aggio__auto_decide(&inter, &in, why, sizeof why) == AGGIO_AUTO_INDEPENDENT,
         "large interleaved on a local disk -> independent: %s", why);
+  /* node-local: several nodes of consecutive ranks, each rank 100 small
+   * pieces inside its own region (a subarray's rows, hacc-soa within a
+   * rank's block): the nodes' own aggregators merge them */
+  int64_t blo[4], bhi[4];
+  for (int r = 0; r < 4; r++) {
+    blo[r] = (int64_t)r * (8 << 20);
+    bhi[r] = blo[r] + (8 << 20);
+  }
+  struct aggio__call_summary own = reduce_ranges(4, blo, bhi, 100);
+  in = auto_in(1, 0, -1);
+  in.wb = 0;
+  in.nnodes = 2;
+  in.nl_usable = 1;
+  in.nodes_blocked = 1;
+  CHECK(aggio__auto_decide(&own, &in, why, sizeof why) == AGGIO_AUTO_NODE_LOCAL,
+        "small pieces in nodes' own regions -> node_local: %s", why);
+  CHECK(strstr(why, "nothing crosses nodes") != NULL, "reason: %s", why);
+  in.nodes_blocked = 0; /* round-robin placement: the nodes interleave */
+  CHECK(aggio__auto_decide(&own, &in, why, sizeof why) == AGGIO_AUTO_TWO_PHASE,
+        "round-robin nodes -> two_phase: %s", why);
+  in.nodes_blocked = 1;
+  in.nl_usable = 0; /* atomic mode, or its set-up refused */
+  CHECK(aggio__auto_decide(&own, &in, why, sizeof why) == AGGIO_AUTO_TWO_PHASE,
+        "node_local unusable -> two_phase: %s", why);
+  in.nl_usable = 1;
+  in.nnodes = 1;
+  CHECK(aggio__auto_decide(&own, &in, why, sizeof why) == AGGIO_AUTO_TWO_PHASE,
+        "one node -> two_phase: %s", why);
+  in.nnodes = 2;
+  CHECK(aggio__auto_decide(&strided, &in, why, sizeof why) == AGGIO_AUTO_TWO_PHASE,
+        "interleaved ranks across nodes (the fragmented case) -> two_phase: %s", why);
+  CHECK(aggio__auto_decide(&seg, &in, why, sizeof why) == AGGIO_AUTO_INDEPENDENT,
+        "1 MiB segments stay independent (no copy at all): %s", why);
   /* hints */
   in = auto_in(1, 0, -1);
   in.cb = 1;

@@ -225,9 +225,11 @@ def _byte_offsets(rec, api):
             if rec["op"][i] == fmt.OP["set_view"]:
                 disp, etype = int(rec["offset"][i]), max(int(rec["length"][i]), 1)
                 contiguous = bool(rec["flags"][i] & fmt.FLAG_VIEW_CONTIGUOUS)
-            elif data[i] and contiguous:
+            elif data[i] and contiguous and rec["offset"][i] >= 0:
+                # -1 is "no offset" and stays so; a damaged displacement
+                # that maps below 0 or past 2^63 keeps the etype offset
                 byte = disp + int(rec["offset"][i]) * etype
-                if -2**63 <= byte < 2**63:  # a damaged record keeps its etype offset
+                if 0 <= byte < 2**63:
                     out[i] = byte
     return out
 

@@ -1,0 +1,147 @@
+/*
+ * storage_null.c - the null back end of the storage edge (storage.h),
+ * chosen with aggio_storage=null: every write is accepted, counted in the
+ * statistics and the trace like a POSIX write, and thrown away; every read
+ * returns zeros.  No file is created, opened or removed.
+ *
+ * Why: the time of a collective write is the aggregation (exchanges,
+ * copies, rounds) plus the file system.  TAPIOCA's evaluation writes to
+ * /dev/null to measure the first alone; this back end does the same
+ * without a device file, so it also runs where there is no file I/O at
+ * all: SimGrid's SMPI simulates the network, not POSIX calls
+ * (SIMULATION.md).
+ *
+ * What a program sees: the file behaves as an endless run of zeros that
+ * swallows writes.  A read never meets end of file (it returns every byte
+ * asked, zeros); get_size returns the end of the furthest byte this
+ * process wrote or set (set_size, preallocate), because no process shares
+ * another's null file; sync and byte-range locks succeed at once.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* The only state: the end of what this process wrote or set.  I/O threads
+ * write too, so it moves with atomics. */
+struct null_state {
+  int64_t end;
+};
+
+static struct null_state *ns(aggio_file fh) { return fh->store_state; }
+
+static void raise_end(aggio_file fh, int64_t end) {
+  int64_t old = __atomic_load_n(&ns(fh)->end, __ATOMIC_RELAXED);
+  while (old < end &&
+         !__atomic_compare_exchange_n(&ns(fh)->end, &old, end, 1, __ATOMIC_RELAXED,
+                                      __ATOMIC_RELAXED))
+    ;
+}
+
+static int null_open(aggio_file fh, int create, struct aggio__err *e) {
+  (void)create; /* nothing to create: MPI_MODE_EXCL never finds a file */
+  if (!fh->store_state)
+    fh->store_state = aggio__calloc(fh, 1, sizeof(struct null_state));
+  if (!fh->store_state)
+    return aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: out of memory", fh->rank);
+  fh->posix_open_t0 = fh->posix_open_t1 = aggio__now();
+  fh->opened = 1;
+  return 0;
+}
+
+/* No file system: the smallest block, and no direct I/O to open. */
+static void null_probe(aggio_file fh, struct aggio__fs_info *fi) {
+  memset(fi, 0, sizeof *fi);
+  fi->block = fi->dio_align = 4096;
+  snprintf(fi->fstype, sizeof fi->fstype, "null");
+  if (fh->hints.direct_io.num != AGGIO_DISABLE)
+    snprintf(fi->dio_reason, sizeof fi->dio_reason, "aggio_storage=null stores nothing");
+}
+
+static void null_open_direct(aggio_file fh) { fh->dio = AGGIO_DIO_OFF; }
+
+static int null_close(aggio_file fh, struct aggio__err *e) {
+  (void)fh;
+  (void)e;
+  return 0;
+}
+
+static void null_release(aggio_file fh) {
+  free(fh->store_state);
+  fh->store_state = NULL;
+}
+
+static int null_pwrite(aggio_file fh, const void *buf, int64_t len, int64_t off, int flags,
+                       struct aggio__err *e) {
+  (void)buf;
+  (void)e;
+  double t0 = (fh->trace || fh->stats) ? aggio__now() : 0.0;
+  raise_end(fh, off + len);
+  aggio__storage_note(fh, 1, off, len, 0, t0, flags);
+  return 0;
+}
+
+static int null_pread(aggio_file fh, void *buf, int64_t len, int64_t off, int64_t *got,
+                      int flags, struct aggio__err *e) {
+  (void)e;
+  double t0 = (fh->trace || fh->stats) ? aggio__now() : 0.0;
+  memset(buf, 0, (size_t)len);
+  *got = len;
+  aggio__storage_note(fh, 0, off, len, 0, t0, flags);
+  return 0;
+}
+
+static int null_sync(aggio_file fh, struct aggio__err *e) {
+  (void)e;
+  if (fh->stats)
+    __atomic_fetch_add(&fh->stats->c[AGGIO_C_SYNCS], 1, __ATOMIC_RELAXED);
+  return 0;
+}
+
+static int null_size(aggio_file fh, int64_t *size, struct aggio__err *e) {
+  (void)e;
+  *size = ns(fh) ? __atomic_load_n(&ns(fh)->end, __ATOMIC_RELAXED) : 0;
+  return 0;
+}
+
+static int null_truncate(aggio_file fh, int64_t size, struct aggio__err *e) {
+  (void)e;
+  __atomic_store_n(&ns(fh)->end, size, __ATOMIC_RELAXED);
+  return 0;
+}
+
+static int null_preallocate(aggio_file fh, int64_t size, struct aggio__err *e) {
+  (void)e;
+  raise_end(fh, size);
+  return 0;
+}
+
+/* Nothing is stored, so there is nothing for atomic mode to order. */
+static int null_lock(aggio_file fh, int64_t off, int64_t len, int is_write,
+                     struct aggio__err *e) {
+  (void)fh;
+  (void)off;
+  (void)len;
+  (void)is_write;
+  (void)e;
+  return 0;
+}
+
+const struct aggio__storage_ops aggio__storage_null = {
+    .name = "null",
+    .open = null_open,
+    .probe = null_probe,
+    .open_direct = null_open_direct,
+    .close = null_close,
+    .group_lock = NULL, /* no Lustre: the lock-mode hints are reported ignored */
+    .pwrite = null_pwrite,
+    .pread = null_pread,
+    .sync = null_sync,
+    .size = null_size,
+    .truncate = null_truncate,
+    .preallocate = null_preallocate,
+    .lock = null_lock,
+    .remove = NULL, /* no file to remove */
+    .release = null_release,
+};

@@ -1,0 +1,150 @@
+/*
+ * two_phase.h - what the two-phase strategy (strategy_two_phase.c) shares
+ * with its exchange methods, the ways one round's bytes travel between the
+ * ranks' data streams and the aggregators' buffers:
+ *   exchange_two_sided.c  messages (MPI_Isend/Irecv of derived types), and
+ *                         copies through a node's shared-memory window;
+ *   exchange_rma.c        one-sided: MPI_Put/MPI_Get into each
+ *                         aggregator's double buffer, exposed in an RMA
+ *                         window (TAPIOCA's pipelined aggregation).
+ * The strategy plans (domains, offsets, each round's window and covered
+ * runs) and does the file I/O; the exchange only moves bytes.  The hint
+ * aggio_exchange picks the method per file (docs/strategies.md).
+ */
+#ifndef AGGIO_TWO_PHASE_H
+#define AGGIO_TWO_PHASE_H
+
+#include "engine.h"
+
+/* ---- per-file state ------------------------------------------------------------------ */
+
+/* Per aggregator, before its buffers: a header page (the end of valid data
+ * of each buffer, for reads that reach end of file). */
+struct tp_header {
+  int64_t valid_end[2];
+};
+
+struct aggio__exchange_ops;
+
+struct tp_file {
+  const struct aggio__exchange_ops *x; /* the exchange method in use */
+  char *own;            /* this aggregator's header + two buffers (aligned), or NULL */
+  int64_t slot;         /* bytes of one buffer */
+  int64_t align;        /* buffer alignment */
+  int *fallback;        /* [nprocs] counts for a rank whose call could not
+                         * allocate its own: it still joins the exchange */
+  /* two-sided exchange */
+  MPI_Win win;          /* the node's aggregator buffers, or MPI_WIN_NULL */
+  char **peer;          /* [naggr]: header of each same-node aggregator, or NULL */
+  char *private_buf;    /* this aggregator's buffers without shared memory */
+  /* one-sided exchange */
+  MPI_Win rma_win;      /* every aggregator's buffers, or MPI_WIN_NULL */
+  char *rma_base;       /* this rank's part of it (unaligned) */
+};
+
+/* Total bytes of an aggregator's header and buffers, before alignment. */
+static inline int64_t tp_buffers_bytes(const struct tp_file *f) {
+  return 2 * f->align + 2 * f->slot;
+}
+
+static inline char *tp_page_align(char *p, int64_t align) {
+  uintptr_t u = (uintptr_t)p, a = (uintptr_t)align;
+  return (char *)((u + a - 1) / a * a);
+}
+
+/* ---- per-operation state ---------------------------------------------------------- */
+
+/* A rank's own range with its position in the data stream. */
+struct piece {
+  int64_t off, len, spos;
+};
+
+struct piece_list {
+  struct piece *v;
+  size_t n, cap, cursor;
+};
+
+struct tp;
+
+/* One of an aggregator's two buffers, and the write it may have in flight. */
+struct slot {
+  char *buf;                  /* shared-memory, RMA window or private */
+  struct tp_header *hdr;      /* its header (valid end for reads) */
+  int64_t lo;                 /* window this buffer holds */
+  struct aggio__extents runs; /* covered runs of the window */
+  int rmw;                    /* write the span, old bytes read in first */
+  struct aggio__batch batch;  /* its write in the pool */
+  struct aggio__job job;
+  struct tp *t;
+};
+
+struct tp {
+  struct aggio__op *op;
+  aggio_file fh;
+  struct tp_file *f;
+  int naggr, me;           /* me: my aggregator index, or -1 */
+  int64_t *fd_lo, *fd_hi;  /* file domains */
+  int64_t cb, nrounds, k;  /* bytes per round, rounds, current round */
+  int shm;                 /* same-node copies through shared memory */
+  int pipeline;            /* writes on the pool's threads */
+  struct piece_list *mine; /* [naggr]: my ranges in each domain */
+  struct aggio__extents *theirs;  /* [nprocs]: ranges of my domain per rank */
+  size_t *their_cursor;           /* [nprocs] */
+  struct aggio__extents *window;  /* [nprocs]: theirs clipped to this round */
+  struct slot slot[2];
+  int *scount, *rcount, *sdisp, *rdisp; /* offset exchange */
+  int64_t *sbuf, *rbuf;
+  MPI_Datatype *types;     /* naggr + nprocs: derived types of one round */
+  int ntypes;
+  int *blens;              /* scratch for derived types */
+  MPI_Aint *disps;
+  MPI_Aint *tdisps;        /* (RMA) the same blocks' places in the target window */
+  size_t scratch_cap;
+  int64_t *note;           /* [4 naggr + 2 nprocs]: the RMA exchange's notices */
+  int setup_failed;
+};
+
+/* Where file offset `off` of a window starting at `lo` lives in a buffer:
+ * shifted so that aligned offsets land on aligned memory (direct I/O). */
+static inline char *tp_buf_at(const struct tp *t, char *buf, int64_t lo, int64_t off) {
+  return buf + (lo % t->f->align) + (off - lo);
+}
+
+/* Makes the scratch arrays (blens, disps, tdisps) hold n entries. */
+int aggio__tp_scratch(struct tp *t, size_t n);
+
+/* My pieces for aggregator i in round t->k, clipped to its window [lo, hi):
+ * calls fn(t, ctx, a, b, spos) for each part [a, b) at stream position spos,
+ * in order; returns the bytes visited (or fn's first non-zero result, as a
+ * negative code, when fn fails). */
+typedef int (*aggio__tp_part_fn)(struct tp *t, void *ctx, int64_t a, int64_t b, int64_t spos);
+int64_t aggio__tp_my_parts(struct tp *t, int i, int64_t *lo, int64_t *hi,
+                           aggio__tp_part_fn fn, void *ctx);
+
+/* The step an exchange goes on with once round t->k's bytes have all
+ * arrived in the aggregators' buffers (writes) or in the ranks' streams
+ * (reads). */
+int aggio__tp_round_moved(struct aggio__op *op);
+
+/* ---- exchange methods ---------------------------------------------------------------- */
+
+struct aggio__exchange_ops {
+  const char *name; /* as aggio_exchange names it, and aggio_exchange_selected reports */
+  /* Per-file set-up at the strategy's first operation, collective over
+   * fh->comm (every rank calls it, also after a local failure).  Sets
+   * f->own on aggregators when the method provides their buffers.  Returns
+   * 1 when every rank can use the method, else 0 and why (the same on
+   * every rank): the strategy then falls back to two_sided. */
+  int (*open)(aggio_file fh, struct tp_file *f, char *why, size_t whylen);
+  void (*close)(aggio_file fh, struct tp_file *f);
+  /* The first step of round t->k's exchange, once the aggregators have
+   * planned their windows (t->window, the slot's lo and runs) and filled
+   * their buffers for reads; its last step goes on with
+   * aggio__tp_round_moved. */
+  aggio__step_fn round;
+};
+
+extern const struct aggio__exchange_ops aggio__exchange_two_sided;
+extern const struct aggio__exchange_ops aggio__exchange_rma;
+
+#endif
