@@ -26,19 +26,13 @@
  * rank) and reads it back (ncmpi_open to ncmpi_close) checking every value.
  *   RESULT api=NCMPI pattern=P ranks=N access=write rep=R bytes=B seconds=S MiBps=X errors=E
  */
+#include "bench_opts.h"
 #include <mpi.h>
 #include <pnetcdf.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-struct opts {
-  const char *pattern, *path;
-  long long segments, transfer, block;
-  long long grid[3]; /* x, y, z */
-  int steps, reps, independent, write_only;
-};
 
 struct ctx {
   struct opts o;
@@ -213,64 +207,17 @@ static int phase(struct ctx *c, int writing, int rep) {
     if (ncmpi_close(nc))
       rc = -1;
   }
-  double mine = MPI_Wtime() - t0, secs;
-  long long in[3] = {bytes, errors, rc ? 1 : 0}, sum[3];
-  MPI_Allreduce(in, sum, 3, MPI_LONG_LONG, MPI_SUM, c->comm);
-  MPI_Allreduce(&mine, &secs, 1, MPI_DOUBLE, MPI_MAX, c->comm);
-  if (c->rank == 0)
-    printf("RESULT api=NCMPI pattern=%s ranks=%d access=%s rep=%d bytes=%lld seconds=%.6f "
-           "MiBps=%.2f errors=%lld%s\n",
-           c->o.pattern, c->nranks, writing ? "write" : "read", rep, sum[0], secs,
-           secs > 0 ? (double)sum[0] / 1048576.0 / secs : 0.0, sum[1], sum[2] ? " failed=1" : "");
-  fflush(stdout);
-  return (sum[1] || sum[2]) ? 1 : 0;
+  double mine = MPI_Wtime() - t0;
+  return bench_report(c->comm, "NCMPI", &c->o, writing, rep, bytes, errors, rc, mine);
 }
 
 static int parse(int argc, char **argv, struct opts *o) {
-  *o = (struct opts){.grid = {64, 64, 64}, .steps = 4, .reps = 1};
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(a, "-I"))
-      o->independent = 1;
-    else if (!strcmp(a, "-W"))
-      o->write_only = 1;
-    else if (!v)
-      return -1;
-    else if (!strcmp(a, "-p"))
-      o->pattern = v, i++;
-    else if (!strcmp(a, "-o"))
-      o->path = v, i++;
-    else if (!strcmp(a, "-s"))
-      o->segments = atoll(v), i++;
-    else if (!strcmp(a, "-t"))
-      o->transfer = atoll(v), i++;
-    else if (!strcmp(a, "-b"))
-      o->block = atoll(v), i++;
-    else if (!strcmp(a, "-n"))
-      o->steps = atoi(v), i++;
-    else if (!strcmp(a, "-i"))
-      o->reps = atoi(v), i++;
-    else if (!strcmp(a, "-g")) {
-      if (sscanf(v, "%lld,%lld,%lld", &o->grid[0], &o->grid[1], &o->grid[2]) != 3)
-        return -1;
-      i++;
-    } else
-      return -1;
-  }
-  if (!o->pattern || !o->path)
+  if (bench_parse_args(argc, argv, o))
     return -1;
-  int hard = !strcmp(o->pattern, "ior-hard");
-  if (hard || !strcmp(o->pattern, "segmented")) {
-    if (!o->transfer)
-      o->transfer = hard ? 47008 : 1048576;
-    if (!o->block)
-      o->block = hard ? 47008 : 4 * o->transfer;
-    if (!o->segments)
-      o->segments = hard ? 64 : 4;
+  if (bench_ior_pattern(o))
     return (o->transfer < 1 || o->block % o->transfer || o->segments < 1) ? -1 : 0;
-  }
   if (!strcmp(o->pattern, "btio") || !strcmp(o->pattern, "btio-nb"))
-    return (o->steps < 1 || o->grid[0] < 1 || o->grid[1] < 1 || o->grid[2] < 1) ? -1 : 0;
+    return bench_btio_ok(o) ? 0 : -1;
   return -1;
 }
 
