@@ -26,6 +26,7 @@
 #include <mpi.h>
 
 #include "harness.h"
+#include "capture.h"
 #include "internal.h"
 
 static int rank, nprocs;
@@ -43,42 +44,10 @@ static void clear_env(void) {
 
 /* ---- capturing rank 0's stdout ----------------------------------------------- */
 
-struct capture {
-  int saved;
-  char path[512];
-};
-
 static void capture_begin(struct capture *c, const char *tag) {
-  c->saved = -1;
-  if (rank != 0)
-    return;
-  snprintf(c->path, sizeof c->path, "%s/cray_out_%s_np%d.txt", test_dir(), tag, nprocs);
-  fflush(stdout);
-  int fd = open(c->path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  CHECK(fd >= 0, "cannot create %s", c->path);
-  if (fd < 0)
-    return;
-  c->saved = dup(1);
-  dup2(fd, 1);
-  close(fd);
-}
-
-/* Restores stdout; what was printed (rank 0; NULL elsewhere). */
-static char *capture_end(struct capture *c) {
-  if (rank != 0 || c->saved < 0)
-    return NULL;
-  fflush(stdout);
-  dup2(c->saved, 1);
-  close(c->saved);
-  FILE *f = fopen(c->path, "r");
-  if (!f)
-    return NULL;
-  char *text = calloc(1, 1 << 20);
-  if (text)
-    (void)!fread(text, 1, (1 << 20) - 1, f);
-  fclose(f);
-  unlink(c->path);
-  return text;
+  char path[512];
+  snprintf(path, sizeof path, "%s/cray_out_%s_np%d.txt", test_dir(), tag, nprocs);
+  capture_to(c, rank, path);
 }
 
 /* The line of text holding `key` (copied into out), or NULL. */

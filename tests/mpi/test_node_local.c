@@ -32,46 +32,17 @@
 #include <mpi.h>
 
 #include "harness.h"
+#include "capture.h"
 #include "rng.h"
 
 static int rank, nprocs;
 
 /* ---- rank 0's stdout, captured around close --------------------------------- */
 
-struct capture {
-  int saved;
-  char path[512];
-};
-
 static void capture_begin(struct capture *c) {
-  c->saved = -1;
-  if (rank != 0)
-    return;
-  snprintf(c->path, sizeof c->path, "%s/node_local_out_np%d.txt", test_dir(), nprocs);
-  fflush(stdout);
-  int fd = open(c->path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  CHECK(fd >= 0, "cannot create %s", c->path);
-  if (fd < 0)
-    return;
-  c->saved = dup(1);
-  dup2(fd, 1);
-  close(fd);
-}
-
-static char *capture_end(struct capture *c) {
-  if (rank != 0 || c->saved < 0)
-    return NULL;
-  fflush(stdout);
-  dup2(c->saved, 1);
-  close(c->saved);
-  FILE *f = fopen(c->path, "r");
-  char *text = f ? calloc(1, 1 << 20) : NULL;
-  if (text)
-    (void)!fread(text, 1, (1 << 20) - 1, f);
-  if (f)
-    fclose(f);
-  unlink(c->path);
-  return text;
+  char path[512];
+  snprintf(path, sizeof path, "%s/node_local_out_np%d.txt", test_dir(), nprocs);
+  capture_to(c, rank, path);
 }
 
 /* The number after "  key: " in the statistics block, or -1. */
