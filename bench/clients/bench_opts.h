@@ -17,6 +17,7 @@ struct opts {
   long long segments, transfer, block;
   long long grid[3]; /* x, y, z */
   int steps, reps, independent, write_only;
+  int fsync; /* -e: flush to storage before the close, inside the timing (IOR -e) */
 };
 
 /* The options as given; 0, or -1 on a malformed or missing one. */
@@ -28,6 +29,8 @@ static inline int bench_parse_args(int argc, char **argv, struct opts *o) {
       o->independent = 1;
     else if (!strcmp(a, "-W"))
       o->write_only = 1;
+    else if (!strcmp(a, "-e"))
+      o->fsync = 1;
     else if (!v)
       return -1;
     else if (!strcmp(a, "-p"))

@@ -18,7 +18,8 @@
  *
  * options: -s segments (ior-hard 64, segmented 4), -t transfer, -b block,
  *          -g NX,NY,NZ (btio, default 64,64,64), -n steps (btio, 4),
- *          -i repetitions (1), -I (independent transfers), -W (write only)
+ *          -i repetitions (1), -I (independent transfers), -W (write only),
+ *          -e (flush to storage before closing, timed: IOR's -e)
  *
  * Each repetition writes the file (timed from H5Fcreate to H5Fclose, the
  * slowest rank, as IOR times), then reads it back (H5Fopen to H5Fclose) and
@@ -168,6 +169,10 @@ static int phase(struct ctx *c, int writing, int rep) {
   if (rc == 0) {
     rc = strcmp(c->o.pattern, "btio") ? ior_phase(c, file, writing, &bytes, &errors)
                                       : btio_phase(c, file, writing, &bytes, &errors);
+    /* -e: H5Fflush with the MPI-IO driver ends in MPI_File_sync, so the
+     * write is timed to durable storage, as IOR -e times it */
+    if (writing && c->o.fsync && H5Fflush(file, H5F_SCOPE_GLOBAL) < 0)
+      rc = -1;
     if (H5Fclose(file) < 0)
       rc = -1;
   }
@@ -194,7 +199,7 @@ int main(int argc, char **argv) {
   if (parse(argc, argv, &c.o)) {
     if (c.rank == 0)
       fprintf(stderr, "usage: hdf5_bench -p ior-hard|segmented|btio -o FILE [-s S] [-t T] [-b B] "
-                      "[-g NX,NY,NZ] [-n steps] [-i reps] [-I] [-W]\n");
+                      "[-g NX,NY,NZ] [-n steps] [-i reps] [-I] [-W] [-e]\n");
     MPI_Finalize();
     return 2;
   }

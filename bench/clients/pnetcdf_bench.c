@@ -19,7 +19,8 @@
  *
  * options: -s segments (ior-hard 64, segmented 4), -t transfer, -b block,
  *          -g NX,NY,NZ (btio, default 64,64,64), -n steps (btio, 4),
- *          -i repetitions (1), -I (independent data mode), -W (write only)
+ *          -i repetitions (1), -I (independent data mode), -W (write only),
+ *          -e (flush to storage before closing, timed: IOR's -e)
  *
  * The file is CDF-2 (NC_64BIT_OFFSET), as IOR creates it.
  * Each repetition writes the file (ncmpi_create to ncmpi_close, the slowest
@@ -204,6 +205,9 @@ static int phase(struct ctx *c, int writing, int rep) {
   if (rc == 0) {
     rc = strncmp(c->o.pattern, "btio", 4) ? ior_phase(c, nc, writing, &bytes, &errors)
                                           : btio_phase(c, nc, writing, &bytes, &errors);
+    /* -e: ncmpi_sync ends in MPI_File_sync (durable, as IOR -e times it) */
+    if (writing && c->o.fsync && ncmpi_sync(nc))
+      rc = -1;
     if (ncmpi_close(nc))
       rc = -1;
   }
@@ -229,7 +233,7 @@ int main(int argc, char **argv) {
   if (parse(argc, argv, &c.o)) {
     if (c.rank == 0)
       fprintf(stderr, "usage: pnetcdf_bench -p ior-hard|segmented|btio|btio-nb -o FILE [-s S] "
-                      "[-t T] [-b B] [-g NX,NY,NZ] [-n steps] [-i reps] [-I] [-W]\n");
+                      "[-t T] [-b B] [-g NX,NY,NZ] [-n steps] [-i reps] [-I] [-W] [-e]\n");
     MPI_Finalize();
     return 2;
   }
