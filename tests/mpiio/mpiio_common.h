@@ -44,6 +44,18 @@ static inline void mpiio_path(char *out, size_t cap, const char *name) {
            getenv("AGGIO_TEST_TAG") ? getenv("AGGIO_TEST_TAG") : "x");
 }
 
+/* mpiio_path for a file the test creates: any file left there by an
+ * earlier run is removed (through the MPI library, by rank 0) before any
+ * rank opens it.  Collective over MPI_COMM_WORLD. */
+static inline void mpiio_fresh_path(char *out, size_t cap, const char *name) {
+  int me;
+  mpiio_path(out, cap, name);
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  if (me == 0)
+    PMPI_File_delete(out, MPI_INFO_NULL);
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
 static inline int error_class(int code) {
   int cls = -1;
   MPI_Error_class(code, &cls);

@@ -22,10 +22,7 @@ int main(int argc, char **argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
   int aggio = mpiio_check_mode();
   char path[512];
-  mpiio_path(path, sizeof path, "basic");
-  if (rank == 0)
-    PMPI_File_delete(path, MPI_INFO_NULL);
-  MPI_Barrier(MPI_COMM_WORLD);
+  mpiio_fresh_path(path, sizeof path, "basic");
 
   MPI_File fh;
   int rc = MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR,

@@ -25,10 +25,7 @@ int main(int argc, char **argv) {
   (void)aggio;
 #endif
   char path[512];
-  mpiio_path(path, sizeof path, "requests");
-  if (rank == 0)
-    PMPI_File_delete(path, MPI_INFO_NULL);
-  MPI_Barrier(MPI_COMM_WORLD);
+  mpiio_fresh_path(path, sizeof path, "requests");
   MPI_File fh;
   int rc = MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR,
                          MPI_INFO_NULL, &fh);
