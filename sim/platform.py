@@ -25,8 +25,10 @@ The small platform (CI's sim.small): a 4x4 torus of 16 four-core nodes with
 one Pset and the same links.
 
 I/O nodes are hosts of zones of their own, reached through a bridge node's
-extra link; the simulated build's null back end sends them no data
-(SIMULATION.md says what that leaves out).
+extra link.  Each bridge's link is its own I/O host, named as the .topo
+file names the I/O entry at that bridge (ionode-K-bridgeJ), so that the
+I/O node aggio's placement assumes nearest is the host the simulated
+build's null back end forwards its writes to (the C2 term, SIMULATION.md).
 """
 import argparse
 import os
@@ -74,6 +76,11 @@ def bridges(nodes, shape):
     return out
 
 
+def io_host(k, j):
+    """Pset k's I/O node as reached through its bridge j."""
+    return f"ionode-{k}-bridge{j}"
+
+
 def platform_xml(name, nodes, cores, shape, pairs):
     dims = ",".join(map(str, shape))
     lines = [
@@ -88,21 +95,24 @@ def platform_xml(name, nodes, cores, shape, pairs):
         f' loopback_bw="{LOOPBACK_BW}" loopback_lat="{LOOPBACK_LAT}"'
         "/>",
     ]
-    # One zone per I/O node, reached from the torus through a bridge node
-    # (a compute node with an extra link, as on BG/Q).  A zone has one
-    # gateway per neighbour, so of each Pset's two bridges the first
-    # carries the simulated route; both are I/O nodes in the .topo file.
-    for k, (b0, _) in enumerate(pairs):
-        lines += [
-            f'    <zone id="io-{k}" routing="Full">',
-            f'      <host id="ionode-{k}" speed="{NODE_SPEED}"/>',
-            "    </zone>",
-            f'    <link id="bridge-{b0}" bandwidth="{LINK_BW}" latency="{LINK_LAT}"'
-            ' sharing_policy="SPLITDUPLEX"/>',
-            f'    <zoneRoute src="torus" dst="io-{k}" gw_src="node-{b0}" gw_dst="ionode-{k}">',
-            f'      <link_ctn id="bridge-{b0}" direction="UP"/>',
-            "    </zoneRoute>",
-        ]
+    # Each Pset's I/O node is reached from the torus through two bridge
+    # nodes (compute nodes with an extra link, as on BG/Q).  A zone has one
+    # gateway per neighbour, so each bridge link ends in a host of its own:
+    # the I/O node's port at that bridge, named as in the .topo file.  The
+    # DTD wants every zone first, then the links, then the routes.
+    ports = [(k, j, b) for k, pair in enumerate(pairs) for j, b in enumerate(pair)]
+    for k, j, b in ports:
+        lines += [f'    <zone id="io-{k}-{j}" routing="Full">',
+                  f'      <host id="{io_host(k, j)}" speed="{NODE_SPEED}"/>',
+                  "    </zone>"]
+    for k, j, b in ports:
+        lines.append(f'    <link id="bridge-{b}" bandwidth="{LINK_BW}" latency="{LINK_LAT}"'
+                     ' sharing_policy="SPLITDUPLEX"/>')
+    for k, j, b in ports:
+        lines += [f'    <zoneRoute src="torus" dst="io-{k}-{j}" gw_src="node-{b}"'
+                  f' gw_dst="{io_host(k, j)}">',
+                  f'      <link_ctn id="bridge-{b}" direction="UP"/>',
+                  "    </zoneRoute>"]
     lines += ["  </zone>", "</platform>"]
     return "\n".join(lines) + "\n"
 
@@ -115,7 +125,7 @@ def topology_file(name, nodes, shape, pairs):
         lines.append(f"node node-{i} {' '.join(map(str, coords(i, shape)))}")
     for k, (b0, b1) in enumerate(pairs):
         for j, b in enumerate((b0, b1)):
-            lines.append(f"io ionode-{k}-bridge{j} {' '.join(map(str, coords(b, shape)))}")
+            lines.append(f"io {io_host(k, j)} {' '.join(map(str, coords(b, shape)))}")
     return "\n".join(lines) + "\n"
 
 

@@ -32,8 +32,9 @@ void aggio__op_reassign(struct aggio__op *op, int to, double seconds) {
 
 static int inline_slot(const struct aggio__op *op) { return op->req == &op->req_inline; }
 
-static int grow_requests(struct aggio__op *op) {
+static int grow_requests(struct aggio__op *op, int at_least) {
   int cap = op->req_cap > 1 ? 2 * op->req_cap : 8;
+  cap = cap > at_least ? cap : at_least;
   MPI_Request *r = malloc((size_t)cap * sizeof *r);
   MPI_Status *st = malloc((size_t)cap * sizeof *st);
   if (!r || !st) {
@@ -58,10 +59,19 @@ MPI_Request *aggio__op_request(struct aggio__op *op) {
     op->stat = &op->stat_inline;
     op->req_cap = 1;
   }
-  if (op->nreq == op->req_cap && grow_requests(op) != 0)
+  if (op->nreq == op->req_cap && grow_requests(op, 0) != 0)
     return NULL;
   op->req[op->nreq] = MPI_REQUEST_NULL;
   return &op->req[op->nreq++];
+}
+
+int aggio__op_reserve_requests(struct aggio__op *op, int n) {
+  if (op->req_cap == 0) {
+    op->req = &op->req_inline;
+    op->stat = &op->stat_inline;
+    op->req_cap = 1;
+  }
+  return op->req_cap >= n || grow_requests(op, n) == 0 ? 0 : AGGIO_ERR_NOMEM;
 }
 
 void aggio__op_note(struct aggio__op *op, int rc, const char *what) {
@@ -135,6 +145,15 @@ int aggio__op_alltoallv(struct aggio__op *op, const void *in, const int *scount,
   int rc = r ? MPI_Ialltoallv(in, scount, sdisp, type, out, rcount, rdisp, type, c, r)
              : MPI_Alltoallv(in, scount, sdisp, type, out, rcount, rdisp, type, c);
   return posted(op, r, rc, "MPI_Alltoallv", phase);
+}
+
+int aggio__op_gather(struct aggio__op *op, const void *in, void *out, int count,
+                     MPI_Datatype type, int root, MPI_Comm comm, int phase) {
+  MPI_Request *r = slot_or_block(op);
+  closing(op);
+  int rc = r ? MPI_Igather(in, count, type, out, count, type, root, comm, r)
+             : MPI_Gather(in, count, type, out, count, type, root, comm);
+  return posted(op, r, rc, "MPI_Gather", phase);
 }
 
 int aggio__op_allgather(struct aggio__op *op, const void *in, void *out, int count,

@@ -160,6 +160,10 @@ int aggio__op_agree_then(struct aggio__op *op, aggio__step_fn then, int phase);
 
 /* A slot for one more MPI request of the pending step (grows op->req). */
 MPI_Request *aggio__op_request(struct aggio__op *op);
+/* Makes room for n requests of one step, so that a step that must post
+ * all of them (a peer waits for each) cannot run out of slots: 0 or
+ * AGGIO_ERR_NOMEM. */
+int aggio__op_reserve_requests(struct aggio__op *op, int n);
 
 /* Collectives that block in a blocking operation and are posted otherwise;
  * either way op->next runs once they complete, and the time spent waiting
@@ -173,6 +177,8 @@ int aggio__op_alltoallv(struct aggio__op *op, const void *in, const int *scount,
                         const int *sdisp, void *out, const int *rcount, const int *rdisp,
                         MPI_Datatype type, int phase);
 /* On any communicator of the file (node_local gathers on fh->node_comm). */
+int aggio__op_gather(struct aggio__op *op, const void *in, void *out, int count,
+                     MPI_Datatype type, int root, MPI_Comm comm, int phase);
 int aggio__op_allgather(struct aggio__op *op, const void *in, void *out, int count,
                         MPI_Datatype type, MPI_Comm comm, int phase);
 int aggio__op_allgatherv(struct aggio__op *op, const void *in, int count, void *out,

@@ -77,6 +77,8 @@ enum aggio__strategy_hint {
     "O_DIRECT for large aligned writes: enable, disable, auto")                              \
   X(node_shm, "aggio_node_shm", AGGIO_HK_TRISTATE, "automatic", 1,                          \
     "ranks copy into same-node aggregators through shared memory")                           \
+  X(shared_fp, "aggio_shared_fp", AGGIO_HK_TRISTATE, "automatic", 1,                        \
+    "the shared file pointer's window, made at open (disable: shared-pointer calls fail)")   \
   X(pipeline, "aggio_pipeline", AGGIO_HK_TRISTATE, "automatic", 1,                           \
     "aggregators write one buffer while filling the next (I/O thread)")                      \
   X(exchange, "aggio_exchange", AGGIO_HK_STRING, "automatic", 1,                           \
@@ -177,7 +179,9 @@ int aggio__hints_set(struct aggio__hints *h, const char *key, const char *value,
  * them after every source: SMPI simulates MPI calls, not an application's
  * threads, shared memory or POSIX I/O, so the library takes the paths these
  * hints already select without them: aggio_storage=null, aggio_pipeline,
- * aggio_write_behind, aggio_node_shm and aggio_direct_io disabled, and
+ * aggio_write_behind, aggio_node_shm and aggio_direct_io disabled,
+ * aggio_shared_fp disabled (SMPI's one-sided windows cost ranks² simulated
+ * calls per open and close), and
  * aggio_strategy=write_behind (a node cache written by I/O threads) and
  * node_local (data handed over in node memory) back to auto.  A value the user set otherwise is kept marked ignored. */
 void aggio__hints_simulated(struct aggio__hints *h);

@@ -124,6 +124,9 @@ struct aggio_file_s {
   MPI_Comm node_comm;     /* ranks of this rank's (emulated) node */
   char placement_used[64];  /* the placement applied (aggio_placement_selected) */
   char topo_error[256];     /* why a topology or placement was not used, or "" */
+  char io_node[64];         /* the topology's I/O node nearest to this rank's
+                             * node, or "": where the SimGrid build's null back
+                             * end forwards writes (storage_null.c) */
   char exchange_used[16];   /* two-phase exchange in use (aggio_exchange_selected), or "" */
   char exchange_why[200];   /* why not the one aggio_exchange asked for, or "" */
 

@@ -90,6 +90,10 @@ void aggio__sfp_close(aggio_file fh) {
 
 void aggio__sfp_open(aggio_file fh) {
   struct aggio__err e = {0};
+  if (fh->hints.shared_fp.num == AGGIO_DISABLE) { /* the same on every rank */
+    snprintf(fh->sfp_why, sizeof fh->sfp_why, "aggio_shared_fp=disable");
+    return;
+  }
   make(fh, 0, &e);
   int ok = e.code == 0, all = 0;
   MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, fh->comm);

@@ -5,8 +5,8 @@
  *
  * Set-up: the agreed summary gives the accessed range, split into one file
  * domain per aggregator (plan.c); each rank tells each aggregator which
- * byte ranges of its domain it accesses (alltoall of counts, then, once
- * every rank has the memory for them, alltoallv of offset lists).
+ * byte ranges of its domain it accesses (tp_offsets.c: a sparse exchange,
+ * one short message per rank and aggregator in the common case).
  * Then, round by round, every aggregator takes one window of its domain:
  * for writes it reads the window first when holes between the pieces are
  * small (read-modify-write keeps the bytes in holes), the ranks send their
@@ -51,7 +51,7 @@ static void tp_fini(aggio_file fh, void *state) {
   if (f->x)
     f->x->close(fh, f);
   free(f->private_buf);
-  free(f->fallback);
+  aggio__tp_offsets_close(f);
   free(f);
 }
 
@@ -88,19 +88,19 @@ static void open_exchange(aggio_file fh, struct tp_file *f) {
  * state, and the engine's agreement after init stops every rank. */
 static int tp_init(aggio_file fh, void **state, struct aggio__err *e) {
   struct tp_file *f = aggio__calloc(fh, 1, sizeof *f);
-  int *fallback = f ? aggio__calloc(fh, (size_t)fh->nprocs, sizeof *fallback) : NULL;
-  int ok = fallback != NULL, all_ok = 0;
+  int rc = f ? aggio__tp_offsets_open(fh, f) : AGGIO_ERR_NOMEM;
+  int ok = rc == 0, all_ok = 0;
   int mpi_ok = MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, fh->comm) == MPI_SUCCESS;
   if (!ok || !all_ok || !mpi_ok) {
-    free(fallback);
+    if (f)
+      aggio__tp_offsets_close(f);
     free(f);
     if (!ok)
-      return aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: out of memory", fh->rank);
+      return aggio__fail(e, rc, "rank %d: two-phase set-up: %s", fh->rank, aggio_strerror(rc));
     if (!mpi_ok)
       return aggio__fail(e, AGGIO_ERR_MPI, "rank %d: MPI_Allreduce failed", fh->rank);
     return 0; /* another rank failed: the engine's agreement says which */
   }
-  f->fallback = fallback;
   f->win = f->rma_win = MPI_WIN_NULL;
   f->align = buffer_align(fh);
   f->slot = aggio__round_up(buffer_bytes(fh) + f->align, f->align);
@@ -146,7 +146,6 @@ static void tp_free(struct aggio__op *op) {
   for (int i = 0; i < t->ntypes; i++)
     MPI_Type_free(&t->types[i]);
   void *arrays[] = {t->fd_lo, t->fd_hi, t->mine, t->theirs, t->their_cursor, t->window,
-                    t->scount, t->rcount, t->sdisp, t->rdisp, t->sbuf, t->rbuf,
                     t->types, t->blens, t->disps, t->tdisps, t->note};
   for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
     free(arrays[i]);
@@ -190,21 +189,24 @@ static void buffers_of(struct tp *t) {
 }
 
 /* Everything the call needs that does not depend on other ranks: domains,
- * my pieces, the arrays of the offset exchange and the buffers. */
+ * my pieces, the aggregator's per-rank lists and the buffers. */
 static int plan_call(struct tp *t) {
   aggio_file fh = t->fh;
   const struct aggio__call_summary *s = &t->op->sum;
-  int P = fh->nprocs, A = fh->naggr;
+  int A = fh->naggr, P = t->me >= 0 ? fh->nprocs : 0;
   t->fd_lo = aggio__malloc(fh, (size_t)A * sizeof *t->fd_lo);
   t->fd_hi = aggio__malloc(fh, (size_t)A * sizeof *t->fd_hi);
   t->mine = aggio__calloc(fh, (size_t)A, sizeof *t->mine);
-  t->theirs = aggio__calloc(fh, (size_t)P, sizeof *t->theirs);
-  t->their_cursor = aggio__calloc(fh, (size_t)P, sizeof *t->their_cursor);
-  t->window = aggio__calloc(fh, (size_t)P, sizeof *t->window);
-  t->types = aggio__malloc(fh, (size_t)(A + P) * sizeof *t->types);
-  if (!t->fd_lo || !t->fd_hi || !t->mine || !t->theirs || !t->their_cursor ||
-      !t->window || !t->types)
+  t->types = aggio__malloc(fh, (size_t)(2 * A + P) * sizeof *t->types);
+  if (!t->fd_lo || !t->fd_hi || !t->mine || !t->types)
     return AGGIO_ERR_NOMEM;
+  if (P > 0) {
+    t->theirs = aggio__calloc(fh, (size_t)P, sizeof *t->theirs);
+    t->their_cursor = aggio__calloc(fh, (size_t)P, sizeof *t->their_cursor);
+    t->window = aggio__calloc(fh, (size_t)P, sizeof *t->window);
+    if (!t->theirs || !t->their_cursor || !t->window)
+      return AGGIO_ERR_NOMEM;
+  }
   int64_t align = fh->hints.striping_unit.num > 0 ? fh->hints.striping_unit.num : fh->block;
   aggio__file_domains(s->lo, s->hi, A, align, t->fd_lo, t->fd_hi);
   int64_t largest = 0;
@@ -223,9 +225,6 @@ static int plan_call(struct tp *t) {
   return split_mine(t);
 }
 
-static int exchange_counts(struct aggio__op *op);
-static int exchange_offsets(struct aggio__op *op);
-static int join_failed_setup(struct aggio__op *op);
 static int round_begin(struct aggio__op *op);
 
 static int tp_start(struct aggio__op *op) {
@@ -237,7 +236,7 @@ static int tp_start(struct aggio__op *op) {
     /* This rank still takes part in the set-up's collectives, contributing
      * nothing; the set-up agreement then stops every rank. */
     aggio__op_note(op, AGGIO_ERR_NOMEM, "two-phase set-up");
-    return aggio__then(op, exchange_counts, AGGIO_P_PLAN);
+    return aggio__then(op, aggio__tp_offsets, AGGIO_P_PLAN);
   }
   t->op = op;
   t->fh = fh;
@@ -250,33 +249,7 @@ static int tp_start(struct aggio__op *op) {
     t->slot[s].t = t;
   buffers_of(t);
   aggio__op_note(op, plan_call(t), "two-phase planning");
-  return aggio__then(op, exchange_counts, AGGIO_P_PLAN);
-}
-
-/* A rank whose call could not allocate its count arrays still joins the
- * alltoall, sending zeros from the file's fallback array, and the set-up
- * agreement that follows stops every rank. */
-static int exchange_counts(struct aggio__op *op) {
-  struct tp *t = op->sdata;
-  aggio_file fh = op->fh;
-  int P = fh->nprocs;
-  if (t) {
-    t->scount = aggio__calloc(fh, (size_t)P, sizeof *t->scount);
-    t->rcount = aggio__calloc(fh, (size_t)P, sizeof *t->rcount);
-    t->sdisp = aggio__calloc(fh, (size_t)P, sizeof *t->sdisp);
-    t->rdisp = aggio__calloc(fh, (size_t)P, sizeof *t->rdisp);
-  }
-  if (!t || !t->scount || !t->rcount || !t->sdisp || !t->rdisp) {
-    struct tp_file *f = fh->strategy_state[aggio__strategy_two_phase.id];
-    aggio__op_note(op, AGGIO_ERR_NOMEM, "two-phase offset exchange");
-    memset(f->fallback, 0, (size_t)P * sizeof *f->fallback);
-    aggio__then(op, join_failed_setup, AGGIO_P_PLAN);
-    return aggio__op_alltoall(op, MPI_IN_PLACE, f->fallback, 1, MPI_INT, AGGIO_P_PLAN);
-  }
-  for (int i = 0; op->err.code == 0 && i < t->naggr; i++)
-    t->scount[fh->aggr[i]] = (int)(2 * t->mine[i].n);
-  aggio__then(op, exchange_offsets, AGGIO_P_PLAN);
-  return aggio__op_alltoall(op, t->scount, t->rcount, 1, MPI_INT, AGGIO_P_PLAN);
+  return aggio__then(op, aggio__tp_offsets, AGGIO_P_PLAN);
 }
 
 int aggio__tp_scratch(struct tp *t, size_t n) {
@@ -298,68 +271,21 @@ int aggio__tp_scratch(struct tp *t, size_t n) {
   return 0;
 }
 
-/* Before any offset travels, every list that will hold them and every
- * scratch array of the rounds is allocated: after this, a local failure
- * (a refused write, a full disk) no longer stops the exchanges. */
-static int reserve_all(struct tp *t) {
+/* Every scratch array and request slot the rounds will use, before the
+ * agreement that precedes them: after it, a local failure (a refused
+ * write, a full disk) no longer stops the exchanges. */
+int aggio__tp_reserve_rounds(struct tp *t, size_t total, size_t most, int active) {
   aggio_file fh = t->fh;
-  int64_t stotal = 0, rtotal = 0;
-  size_t most = 0, total = 0;
-  for (int r = 0; r < fh->nprocs; r++) {
-    t->sdisp[r] = (int)stotal;
-    t->rdisp[r] = (int)rtotal;
-    stotal += t->scount[r];
-    rtotal += t->rcount[r];
-    size_t n = (size_t)t->rcount[r] / 2;
-    total += n;
-    most = n > most ? n : most;
-    if (aggio__extents_reserve(&t->theirs[r], n) != 0 ||
-        aggio__extents_reserve(&t->window[r], n) != 0)
-      return AGGIO_ERR_NOMEM;
-  }
-  for (int i = 0; i < t->naggr; i++)
-    most = t->mine[i].n > most ? t->mine[i].n : most;
-  t->note = aggio__malloc(fh, (4 * (size_t)t->naggr + 2 * (size_t)fh->nprocs) * sizeof *t->note);
-  t->sbuf = aggio__malloc(fh, (size_t)(stotal ? stotal : 1) * sizeof *t->sbuf);
-  t->rbuf = aggio__malloc(fh, (size_t)(rtotal ? rtotal : 1) * sizeof *t->rbuf);
-  if (!t->note || !t->sbuf || !t->rbuf ||
-      aggio__extents_reserve(&t->slot[0].runs, total) != 0 ||
+  size_t notes = 4 * (size_t)t->naggr + (t->me >= 0 ? 2 * (size_t)fh->nprocs : 0);
+  t->note = aggio__malloc(fh, notes * sizeof *t->note);
+  if (!t->note || aggio__extents_reserve(&t->slot[0].runs, total) != 0 ||
       aggio__extents_reserve(&t->slot[1].runs, total) != 0)
     return AGGIO_ERR_NOMEM;
+  /* a round posts at most two requests per aggregator and per active rank
+   * (the RMA exchange's notices) */
+  if (aggio__op_reserve_requests(t->op, 2 * t->naggr + 2 * active + 2) != 0)
+    return AGGIO_ERR_NOMEM;
   return aggio__tp_scratch(t, most + 1);
-}
-
-static int send_offsets(struct aggio__op *op);
-
-/* After the counts: reserve, then agree on the set-up before the offsets
- * travel (a rank without memory for them must not be sent any). */
-static int exchange_offsets(struct aggio__op *op) {
-  struct tp *t = op->sdata;
-  if (op->err.code == 0)
-    aggio__op_note(op, reserve_all(t), "two-phase set-up");
-  return aggio__op_agree_then(op, send_offsets, AGGIO_P_PLAN);
-}
-
-/* The stand-in of exchange_counts for a rank that had no memory: it joins
- * the set-up agreement, which stops every rank. */
-static int join_failed_setup(struct aggio__op *op) {
-  return aggio__op_agree_then(op, send_offsets, AGGIO_P_PLAN);
-}
-
-static int unpack_offsets(struct aggio__op *op);
-
-static int send_offsets(struct aggio__op *op) {
-  struct tp *t = op->sdata;
-  for (int i = 0; i < t->naggr; i++) {
-    int64_t *p = t->sbuf + t->sdisp[op->fh->aggr[i]];
-    for (size_t j = 0; j < t->mine[i].n; j++) {
-      *p++ = t->mine[i].v[j].off;
-      *p++ = t->mine[i].v[j].len;
-    }
-  }
-  aggio__then(op, unpack_offsets, AGGIO_P_PLAN);
-  return aggio__op_alltoallv(op, t->sbuf, t->scount, t->sdisp, t->rbuf, t->rcount,
-                             t->rdisp, MPI_INT64_T, AGGIO_P_PLAN);
 }
 
 static void count_rounds(struct tp *t) {
@@ -370,12 +296,8 @@ static void count_rounds(struct tp *t) {
   }
 }
 
-static int unpack_offsets(struct aggio__op *op) {
+int aggio__tp_rounds(struct aggio__op *op) {
   struct tp *t = op->sdata;
-  for (int r = 0; r < t->fh->nprocs; r++)
-    for (int j = 0; j < t->rcount[r]; j += 2)
-      aggio__extents_push(&t->theirs[r], t->rbuf[t->rdisp[r] + j],
-                          t->rbuf[t->rdisp[r] + j + 1]); /* reserved: cannot fail */
   count_rounds(t);
   t->k = 0;
   return aggio__then(op, round_begin, AGGIO_P_PLAN);

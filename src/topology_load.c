@@ -161,6 +161,16 @@ static int map_nodes(aggio_file fh, const struct aggio__topology *t, int *topo_n
   return found;
 }
 
+/* The I/O node nearest to this rank's node, by name, when the topology
+ * knows both. */
+static void remember_io_node(aggio_file fh, const struct aggio__topology *t,
+                             const int *topo_node) {
+  int mine = topo_node[fh->node_of_rank[fh->rank]];
+  int io = mine >= 0 ? aggio__topo_nearest_io(t, mine) : -1;
+  if (io >= 0)
+    snprintf(fh->io_node, sizeof fh->io_node, "%s", t->nodes[io].name);
+}
+
 static void note(aggio_file fh, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void note(aggio_file fh, const char *fmt, ...) {
   if (fh->topo_error[0])
@@ -211,6 +221,7 @@ static int decide(aggio_file fh, int p, int have, int known) {
 
 int aggio__place_aggregators(aggio_file fh, int ready, struct aggio__err *e) {
   fh->topo_error[0] = '\0';
+  fh->io_node[0] = '\0';
   snprintf(fh->placement_used, sizeof fh->placement_used, "greedy");
   int p = aggio__placement_parse(fh->hints.placement.str);
   if (p < 0) {
@@ -218,7 +229,9 @@ int aggio__place_aggregators(aggio_file fh, int ready, struct aggio__err *e) {
              "greedy placement", fh->hints.placement.str);
     return 0;
   }
-  if (p == AGGIO_PLACE_GREEDY)
+  /* greedy needs no topology, but a named file is still read for the
+   * I/O nodes (the simulated forwarding, storage_null.c) */
+  if (p == AGGIO_PLACE_GREEDY && !fh->hints.topology_file.str[0])
     return 0;
   /* From here on collective (p is the same on every rank), also on a rank
    * that is not ready: the open's agreement that follows fails them all. */
@@ -233,8 +246,10 @@ int aggio__place_aggregators(aggio_file fh, int ready, struct aggio__err *e) {
   int *topo_node = ready && have ? malloc((size_t)fh->nnodes * sizeof *topo_node) : NULL;
   if (ready && have && !topo_node)
     rc = aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: out of memory", fh->rank);
-  else if (topo_node)
+  else if (topo_node) {
     known = map_nodes(fh, &t, topo_node);
+    remember_io_node(fh, &t, topo_node);
+  }
   if (ready && rc == 0) {
     p = decide(fh, p, have, known);
     if (p != AGGIO_PLACE_GREEDY)

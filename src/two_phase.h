@@ -7,7 +7,9 @@
  *   exchange_rma.c        one-sided: MPI_Put/MPI_Get into each
  *                         aggregator's double buffer, exposed in an RMA
  *                         window (TAPIOCA's pipelined aggregation).
- * The strategy plans (domains, offsets, each round's window and covered
+ * Before the rounds, tp_offsets.c tells each aggregator which ranges of
+ * its domain each rank accesses (a sparse exchange: ranks x aggregators
+ * messages).  The strategy plans (domains, offsets, each round's window and covered
  * runs) and does the file I/O; the exchange only moves bytes.  The hint
  * aggio_exchange picks the method per file (docs/strategies.md).
  */
@@ -31,8 +33,20 @@ struct tp_file {
   char *own;            /* this aggregator's header + two buffers (aligned), or NULL */
   int64_t slot;         /* bytes of one buffer */
   int64_t align;        /* buffer alignment */
-  int *fallback;        /* [nprocs] counts for a rank whose call could not
-                         * allocate its own: it still joins the exchange */
+  /* the offset exchange's first step (tp_offsets.c), which needs no
+   * per-call memory: */
+  int64_t *outbox;      /* [naggr x TP_MSG]: my record for each aggregator */
+  int node_rank, node_size; /* in fh->node_comm */
+  int64_t *gathered;    /* node's first rank: [node_size x naggr x TP_MSG] */
+  MPI_Datatype column_type; /* node's first rank: one aggregator's records */
+  int64_t *inbox;       /* aggregators: [nprocs x TP_MSG], node by node */
+  int *slot_of;         /* aggregators: [nprocs] rank -> record slot */
+  int *node_first;      /* aggregators: [nnodes + 1] first slot of each node */
+  int *node_leader;     /* aggregators: [nnodes] first rank of each node */
+  MPI_Request *plan_req; /* naggr on a node's first rank, + nnodes on aggregators */
+  MPI_Status *plan_stat;
+  int plan_nreq;
+  MPI_Datatype piece_type; /* (off, len) of a struct piece */
   /* two-sided exchange */
   MPI_Win win;          /* the node's aggregator buffers, or MPI_WIN_NULL */
   char **peer;          /* [naggr]: header of each same-node aggregator, or NULL */
@@ -88,19 +102,21 @@ struct tp {
   int shm;                 /* same-node copies through shared memory */
   int pipeline;            /* writes on the pool's threads */
   struct piece_list *mine; /* [naggr]: my ranges in each domain */
+  /* aggregators only (NULL elsewhere, so that memory grows with ranks x
+   * aggregators, not ranks²): */
   struct aggio__extents *theirs;  /* [nprocs]: ranges of my domain per rank */
   size_t *their_cursor;           /* [nprocs] */
   struct aggio__extents *window;  /* [nprocs]: theirs clipped to this round */
   struct slot slot[2];
-  int *scount, *rcount, *sdisp, *rdisp; /* offset exchange */
-  int64_t *sbuf, *rbuf;
-  MPI_Datatype *types;     /* naggr + nprocs: derived types of one round */
+  MPI_Datatype *types;     /* 2 naggr (+ nprocs on aggregators): derived
+                            * types of one round */
   int ntypes;
   int *blens;              /* scratch for derived types */
   MPI_Aint *disps;
   MPI_Aint *tdisps;        /* (RMA) the same blocks' places in the target window */
   size_t scratch_cap;
-  int64_t *note;           /* [4 naggr + 2 nprocs]: the RMA exchange's notices */
+  int64_t *note;           /* [4 naggr (+ 2 nprocs on aggregators)]: the RMA
+                            * exchange's notices */
   int setup_failed;
 };
 
@@ -109,6 +125,30 @@ struct tp {
 static inline char *tp_buf_at(const struct tp *t, char *buf, int64_t lo, int64_t off) {
   return buf + (lo % t->f->align) + (off - lo);
 }
+
+/* ---- the set-up (tp_offsets.c) ------------------------------------------------------ */
+
+/* The first message to each aggregator: a count and up to TP_INLINE
+ * (offset, length) pieces. */
+#define TP_INLINE 4
+#define TP_MSG (1 + 2 * TP_INLINE)
+
+/* Per file, at the strategy's init: the first step's memory. */
+int aggio__tp_offsets_open(aggio_file fh, struct tp_file *f);
+void aggio__tp_offsets_close(struct tp_file *f);
+
+/* The step after planning (t->mine filled, or op->sdata NULL / op->err set
+ * after a local failure): tells the aggregators the pieces, reserves what
+ * the rounds need (aggio__tp_reserve_rounds), agrees, then goes on with
+ * aggio__tp_rounds. */
+int aggio__tp_offsets(struct aggio__op *op);
+
+/* The rounds' memory, before the agreement that precedes them: `total`
+ * pieces in my domain and `most` in one list, from `active` ranks. */
+int aggio__tp_reserve_rounds(struct tp *t, size_t total, size_t most, int active);
+
+/* The step that starts the rounds once every aggregator has its lists. */
+int aggio__tp_rounds(struct aggio__op *op);
 
 /* Makes the scratch arrays (blens, disps, tdisps) hold n entries. */
 int aggio__tp_scratch(struct tp *t, size_t n);

@@ -563,6 +563,45 @@ static void test_window_failure(void) {
     aggio_file_close(&fh);
 }
 
+/* aggio_shared_fp=disable: no window is made at open; the shared-pointer
+ * calls fail on every rank with AGGIO_ERR_UNSUPPORTED naming the hint,
+ * and everything else works. */
+static void test_disabled(void) {
+  char p[600];
+  path_of(p, sizeof p, "nofp");
+  aggio_file fh = AGGIO_FILE_NULL;
+  MPI_Info info = part_info();
+  MPI_Info_set(info, "aggio_shared_fp", "disable");
+  int rc = aggio_file_open(MPI_COMM_WORLD, p,
+                           MPI_MODE_CREATE | MPI_MODE_RDWR | MPI_MODE_DELETE_ON_CLOSE, info, &fh);
+  MPI_Info_free(&info);
+  CHECK(rc == 0, "open with aggio_shared_fp=disable: %s", aggio_error_message());
+  if (rc != 0)
+    return;
+  int data[2] = {rank, rank}, got[2] = {-1, -1};
+  MPI_Offset at = (MPI_Offset)sizeof data * rank;
+  CHECK(aggio_file_write_at_all(fh, at, data, 2, MPI_INT, MPI_STATUS_IGNORE) == 0,
+        "write_at_all without a shared pointer: %s", aggio_error_message());
+  rc = aggio_file_write_shared(fh, data, 2, MPI_INT, MPI_STATUS_IGNORE);
+  CHECK(rc == AGGIO_ERR_UNSUPPORTED, "write_shared with the pointer disabled: rc %d", rc);
+  CHECK(strstr(aggio_error_message(), "aggio_shared_fp=disable") != NULL,
+        "the error names the hint: \"%s\"", aggio_error_message());
+  rc = aggio_file_read_ordered(fh, got, 2, MPI_INT, MPI_STATUS_IGNORE);
+  CHECK(rc == AGGIO_ERR_UNSUPPORTED, "read_ordered with the pointer disabled: rc %d", rc);
+  CHECK(aggio_file_read_at_all(fh, at, got, 2, MPI_INT, MPI_STATUS_IGNORE) == 0 &&
+            got[0] == rank && got[1] == rank,
+        "read_at_all back: %d %d (%s)", got[0], got[1], aggio_error_message());
+  MPI_Info used = MPI_INFO_NULL;
+  char v[64] = "";
+  int flag = 0;
+  if (aggio_file_get_info(fh, &used) == 0) {
+    MPI_Info_get(used, "aggio_shared_fp", sizeof v - 1, v, &flag);
+    MPI_Info_free(&used);
+  }
+  CHECK(flag && strcmp(v, "disable") == 0, "get_info: aggio_shared_fp=\"%s\"", v);
+  CHECK(aggio_file_close(&fh) == 0, "close: %s", aggio_error_message());
+}
+
 static void test_type_extent(void) {
   char p[600];
   path_of(p, sizeof p, "ext");
@@ -665,6 +704,7 @@ int main(int argc, char **argv) {
     test_type_extent();
     test_trace_codes();
     test_window_failure();
+    test_disabled();
   }
   char last[600];
   path_of(last, sizeof last, "seq");
