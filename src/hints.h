@@ -95,6 +95,8 @@ enum aggio__strategy_hint {
     "split each node's ranks into N emulated nodes (0: real topology)")                      \
   X(placement, "aggio_placement", AGGIO_HK_STRING, "auto", 1,                               \
     "aggregator placement: greedy, shortest, longest, topology, auto")                       \
+  X(placement_scope, "aggio_placement_scope", AGGIO_HK_STRING, "file", 1,                    \
+    "topology placement made per file (at open) or per call (two_phase, from its volumes)") \
   X(topology_file, "aggio_topology_file", AGGIO_HK_STRING, "", 1,                            \
     "network topology description file (docs/topology.md)")                                  \
   X(topology_slurm, "aggio_topology_slurm", AGGIO_HK_STRING, "", 1,                          \

@@ -124,6 +124,9 @@ struct aggio_file_s {
   MPI_Comm node_comm;     /* ranks of this rank's (emulated) node */
   char placement_used[64];  /* the placement applied (aggio_placement_selected) */
   char topo_error[256];     /* why a topology or placement was not used, or "" */
+  /* aggio_placement_scope=call (topology_load.c): what the topology
+   * placement needs again at every two-phase call, or NULL */
+  struct aggio__call_placement *call_place;
   char io_node[64];         /* the topology's I/O node nearest to this rank's
                              * node, or "": where the SimGrid build's null back
                              * end forwards writes (storage_null.c) */
@@ -230,6 +233,19 @@ const struct aggio__strategy_ops *aggio__strategy_at(int i);
  * node_of_rank, node_names, aggr, naggr, my_aggr_index, node_comm. */
 int aggio__topology(aggio_file fh, struct aggio__err *e);
 void aggio__topology_free(aggio_file fh);
+
+/* ---- per-call placement (topology_load.c) ------------------------------------- */
+
+/* With aggio_placement_scope=call: the topology placement of one call from
+ * its volumes (volume[r]: the bytes rank r accesses), into the scratch
+ * list aggio__call_aggr(fh).  Returns 1 when it differs from fh->aggr, 0
+ * when not, -1 out of memory (this rank only: the caller agrees). */
+int aggio__place_call(aggio_file fh, const int64_t *volume);
+int64_t *aggio__call_volume(aggio_file fh);   /* [nprocs] */
+int *aggio__call_aggr(aggio_file fh);         /* [naggr] */
+/* Makes the scratch list the file's aggregators. */
+void aggio__place_call_commit(aggio_file fh);
+void aggio__call_placement_free(aggio_file fh);
 
 /* ---- aggregator placement (topology_load.c) --------------------------------- */
 

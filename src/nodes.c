@@ -168,6 +168,7 @@ int aggio__topology(aggio_file fh, struct aggio__err *e) {
 }
 
 void aggio__topology_free(aggio_file fh) {
+  aggio__call_placement_free(fh);
   if (fh->node_comm != MPI_COMM_NULL)
     MPI_Comm_free(&fh->node_comm);
   if (fh->node_names)

@@ -227,7 +227,15 @@ static int plan_call(struct tp *t) {
 
 static int round_begin(struct aggio__op *op);
 
+/* With aggio_placement_scope=call the aggregators are placed first
+ * (tp_place.c), which goes on with aggio__tp_begin. */
 static int tp_start(struct aggio__op *op) {
+  if (op->fh->call_place)
+    return aggio__then(op, aggio__tp_place_call, AGGIO_P_PLAN);
+  return aggio__then(op, aggio__tp_begin, AGGIO_P_PLAN);
+}
+
+int aggio__tp_begin(struct aggio__op *op) {
   aggio_file fh = op->fh;
   struct tp *t = aggio__calloc(fh, 1, sizeof *t);
   op->sdata = t;

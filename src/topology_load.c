@@ -171,6 +171,17 @@ static void remember_io_node(aggio_file fh, const struct aggio__topology *t,
     snprintf(fh->io_node, sizeof fh->io_node, "%s", t->nodes[io].name);
 }
 
+static void keep_for_calls(aggio_file fh, int p, struct aggio__topology *t, int **topo_node);
+static const char *scope_refused(aggio_file fh, int p);
+
+/* aggio_placement_scope=call on a file whose placement is made without a
+ * topology: marked ignored (no collective: every rank returns here). */
+static void refuse_scope(aggio_file fh, int p) {
+  if (strcmp(fh->hints.placement_scope.str, "file") != 0)
+    snprintf(fh->hints.placement_scope.ignored, sizeof fh->hints.placement_scope.ignored,
+             "%s", scope_refused(fh, p));
+}
+
 static void note(aggio_file fh, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void note(aggio_file fh, const char *fmt, ...) {
   if (fh->topo_error[0])
@@ -227,12 +238,15 @@ int aggio__place_aggregators(aggio_file fh, int ready, struct aggio__err *e) {
   if (p < 0) {
     note(fh, "aggio_placement \"%s\" is not greedy, shortest, longest, topology or auto; "
              "greedy placement", fh->hints.placement.str);
+    refuse_scope(fh, -1);
     return 0;
   }
   /* greedy needs no topology, but a named file is still read for the
    * I/O nodes (the simulated forwarding, storage_null.c) */
-  if (p == AGGIO_PLACE_GREEDY && !fh->hints.topology_file.str[0])
+  if (p == AGGIO_PLACE_GREEDY && !fh->hints.topology_file.str[0]) {
+    refuse_scope(fh, p);
     return 0;
+  }
   /* From here on collective (p is the same on every rank), also on a rank
    * that is not ready: the open's agreement that follows fails them all. */
   struct aggio__topology t;
@@ -257,8 +271,102 @@ int aggio__place_aggregators(aggio_file fh, int ready, struct aggio__err *e) {
     if (rc == 0)
       snprintf(fh->placement_used, sizeof fh->placement_used, "%s", aggio__placement_name(p));
   }
+  if (strcmp(fh->hints.placement_scope.str, "file") != 0) /* the same on every rank */
+    keep_for_calls(fh, ready && rc == 0 && have ? p : -1, &t, &topo_node);
   free(topo_node);
   if (have)
     aggio__topo_free(&t);
   return rc;
+}
+
+/* ---- per-call placement ----------------------------------------------------------- */
+
+/* What the topology placement of a call needs: the topology and each
+ * node's place in it (kept from open), and scratch for the volumes and
+ * the aggregators it chooses. */
+struct aggio__call_placement {
+  struct aggio__topology topo;
+  int *topo_node;   /* [nnodes] */
+  int64_t *volume;  /* [nprocs] */
+  int *aggr;        /* [naggr] */
+};
+
+void aggio__call_placement_free(aggio_file fh) {
+  struct aggio__call_placement *c = fh->call_place;
+  if (!c)
+    return;
+  aggio__topo_free(&c->topo);
+  free(c->topo_node);
+  free(c->volume);
+  free(c->aggr);
+  free(c);
+  fh->call_place = NULL;
+}
+
+/* Why aggio_placement_scope=call cannot be honoured on this file, or NULL
+ * (p: the placement applied at open, -1 when there was none). */
+static const char *scope_refused(aggio_file fh, int p) {
+  if (strcmp(fh->hints.placement_scope.str, "call") != 0)
+    return "aggio_placement_scope is file or call; file";
+  if (p != AGGIO_PLACE_TOPOLOGY)
+    return "only the topology placement depends on the volumes; per file";
+  if (fh->hints.strategy.num != AGGIO_STRAT_TWO_PHASE)
+    return "needs aggio_strategy=two_phase (the other strategies keep state on the "
+           "aggregators chosen at open); per file";
+  if (fh->hints.no_indep_rw.num)
+    return "romio_no_indep_rw: only the aggregators chosen at open have the file open; "
+           "per file";
+  return NULL;
+}
+
+/* Collective (every rank, when the hint is not "file"): keeps the
+ * topology (t and topo_node move into fh->call_place) when every rank can,
+ * else marks the hint ignored. */
+static void keep_for_calls(aggio_file fh, int p, struct aggio__topology *t, int **topo_node) {
+  const char *why = scope_refused(fh, p);
+  struct aggio__call_placement *c = why ? NULL : calloc(1, sizeof *c);
+  if (c) {
+    c->volume = malloc((size_t)fh->nprocs * sizeof *c->volume);
+    c->aggr = malloc((size_t)fh->naggr * sizeof *c->aggr);
+  }
+  int ok = c && c->volume && c->aggr, all = 0;
+  if (MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, fh->comm) != MPI_SUCCESS)
+    all = 0;
+  if (!all) {
+    if (c) {
+      free(c->volume);
+      free(c->aggr);
+      free(c);
+    }
+    snprintf(fh->hints.placement_scope.ignored, sizeof fh->hints.placement_scope.ignored,
+             "%s", why ? why : "out of memory on a rank; per file");
+    return;
+  }
+  fh->hints.placement_scope.ignored[0] = '\0';
+  c->topo = *t; /* the topology's arrays move with it */
+  memset(t, 0, sizeof *t);
+  c->topo_node = *topo_node;
+  *topo_node = NULL;
+  fh->call_place = c;
+}
+
+int64_t *aggio__call_volume(aggio_file fh) { return fh->call_place->volume; }
+int *aggio__call_aggr(aggio_file fh) { return fh->call_place->aggr; }
+
+int aggio__place_call(aggio_file fh, const int64_t *volume) {
+  struct aggio__call_placement *c = fh->call_place;
+  struct aggio__place_in in = {
+      .nprocs = fh->nprocs, .node_of_rank = fh->node_of_rank, .nnodes = fh->nnodes,
+      .topo_node = c->topo_node, .topo = &c->topo, .volume = volume};
+  if (aggio__place(&in, AGGIO_PLACE_TOPOLOGY, fh->naggr, c->aggr) != 0)
+    return -1;
+  return memcmp(c->aggr, fh->aggr, (size_t)fh->naggr * sizeof *c->aggr) != 0;
+}
+
+void aggio__place_call_commit(aggio_file fh) {
+  memcpy(fh->aggr, fh->call_place->aggr, (size_t)fh->naggr * sizeof *fh->aggr);
+  fh->my_aggr_index = -1;
+  for (int i = 0; i < fh->naggr; i++)
+    if (fh->aggr[i] == fh->rank)
+      fh->my_aggr_index = i;
 }

@@ -126,6 +126,15 @@ static inline char *tp_buf_at(const struct tp *t, char *buf, int64_t lo, int64_t
   return buf + (lo % t->f->align) + (off - lo);
 }
 
+/* ---- per-call placement (tp_place.c) ------------------------------------------------ */
+
+/* The first step of a call whose file places its aggregators per call:
+ * shares the volumes, places, remakes the per-file state when the
+ * aggregators change, then aggio__tp_begin. */
+int aggio__tp_place_call(struct aggio__op *op);
+/* The call's set-up proper: domains, my pieces, then the offsets. */
+int aggio__tp_begin(struct aggio__op *op);
+
 /* ---- the set-up (tp_offsets.c) ------------------------------------------------------ */
 
 /* The first message to each aggregator: a count and up to TP_INLINE

@@ -235,6 +235,121 @@ static void test_fallbacks(void) {
         sel, why);
 }
 
+/* ---- aggio_placement_scope=call -------------------------------------------- */
+
+#define HEAVY 65536 /* one rank's bytes in a call; the others write LIGHT */
+#define LIGHT 1024
+
+static unsigned char pc_byte(int call, int64_t off) {
+  return (unsigned char)(call * 37 + off * 11 + (off >> 9));
+}
+
+/* Call `call` of the per-call test: rank `heavy` writes HEAVY bytes, the
+ * others LIGHT, packed in rank order from `base`; returns the call's size. */
+static int64_t pc_write(aggio_file fh, MPI_File mf, int call, int heavy, int64_t base) {
+  int64_t off = base;
+  for (int r = 0; r < rank; r++)
+    off += r == heavy ? HEAVY : LIGHT;
+  int n = rank == heavy ? HEAVY : LIGHT;
+  unsigned char *buf = malloc(HEAVY);
+  for (int i = 0; i < n; i++)
+    buf[i] = pc_byte(call, off + i);
+  if (fh)
+    CHECK(aggio_file_write_at_all(fh, off, buf, n, MPI_BYTE, MPI_STATUS_IGNORE) == 0,
+          "per-call placement, call %d: %s", call, aggio_error_message());
+  else
+    MPI_File_write_at_all(mf, off, buf, n, MPI_BYTE, MPI_STATUS_IGNORE);
+  free(buf);
+  return HEAVY + (int64_t)(nprocs - 1) * LIGHT;
+}
+
+static aggio_file pc_open(const char *strategy) {
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "aggio_strategy", strategy);
+  MPI_Info_set(info, "romio_cb_write", "enable");
+  char emu[16];
+  snprintf(emu, sizeof emu, "%d", nprocs);
+  MPI_Info_set(info, "aggio_emulate_nodes", emu);
+  MPI_Info_set(info, "cb_nodes", "1");
+  MPI_Info_set(info, "aggio_placement", "topology");
+  MPI_Info_set(info, "aggio_placement_scope", "call");
+  MPI_Info_set(info, "aggio_topology_file", topo_path);
+  if (rank == 0)
+    unlink(path);
+  MPI_Barrier(MPI_COMM_WORLD);
+  aggio_file fh = AGGIO_FILE_NULL;
+  int rc = aggio_file_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, info, &fh);
+  MPI_Info_free(&info);
+  CHECK(rc == 0, "per-call placement: open: %s", aggio_error_message());
+  return rc == 0 ? fh : AGGIO_FILE_NULL;
+}
+
+/* On the line of write_topology, with data terms far above the hop terms,
+ * the topology placement of a call puts the one aggregator on the rank
+ * with the most bytes (its data then crosses no link); per file, with
+ * uniform volumes, it is rank nprocs/2 (expected()).  Two calls, the heavy
+ * rank first 0 then the last: the aggregator moves twice, and the file
+ * equals the same calls made through the MPI library. */
+static void test_per_call(void) {
+  write_topology(topo_path, "");
+  aggio_file fh = pc_open("two_phase");
+  if (!fh)
+    return;
+  char aggr[MPI_MAX_INFO_VAL + 1], scope[MPI_MAX_INFO_VAL + 1], want[32];
+  info_value(fh, "aggio_placement_scope", scope, MPI_MAX_INFO_VAL);
+  CHECK(strcmp(scope, "call") == 0, "aggio_placement_scope honoured: %s", scope);
+  info_value(fh, "aggio_aggregators", aggr, MPI_MAX_INFO_VAL);
+  snprintf(want, sizeof want, "%d", expected("topology"));
+  CHECK(!one_host || strcmp(aggr, want) == 0, "at open: aggregator %s, want %s", aggr, want);
+  int64_t base = pc_write(fh, MPI_FILE_NULL, 1, 0, 0);
+  info_value(fh, "aggio_aggregators", aggr, MPI_MAX_INFO_VAL);
+  CHECK(!one_host || strcmp(aggr, "0") == 0, "call 1 (rank 0 heavy): aggregator %s, want 0",
+        aggr);
+  pc_write(fh, MPI_FILE_NULL, 2, nprocs - 1, base);
+  info_value(fh, "aggio_aggregators", aggr, MPI_MAX_INFO_VAL);
+  snprintf(want, sizeof want, "%d", nprocs - 1);
+  CHECK(!one_host || strcmp(aggr, want) == 0, "call 2 (last rank heavy): aggregator %s, want %s",
+        aggr, want);
+  CHECK(aggio_file_close(&fh) == 0, "per-call placement: close: %s", aggio_error_message());
+
+  MPI_File mf; /* the same two calls through the MPI library */
+  if (rank == 0)
+    unlink(ref_path);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (MPI_File_open(MPI_COMM_WORLD, ref_path, MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL,
+                    &mf) == MPI_SUCCESS) {
+    pc_write(AGGIO_FILE_NULL, mf, 1, 0, 0);
+    pc_write(AGGIO_FILE_NULL, mf, 2, nprocs - 1, base);
+    MPI_File_close(&mf);
+  }
+  int same = 1;
+  if (rank == 0) {
+    size_t n = 2 * (size_t)base;
+    unsigned char *a = malloc(n + 1), *b = malloc(n + 1);
+    FILE *fa = fopen(path, "rb"), *fb = fopen(ref_path, "rb");
+    size_t na = fa && a ? fread(a, 1, n + 1, fa) : 0, nb = fb && b ? fread(b, 1, n + 1, fb) : 0;
+    same = na == n && nb == n && memcmp(a, b, n) == 0;
+    if (fa)
+      fclose(fa);
+    if (fb)
+      fclose(fb);
+    free(a);
+    free(b);
+  }
+  MPI_Bcast(&same, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  CHECK(same, "per-call placement: the file equals the MPI library's");
+
+  /* Refused where the other strategies keep state on the aggregators */
+  fh = pc_open("auto");
+  if (!fh)
+    return;
+  info_value(fh, "aggio_placement_scope", scope, MPI_MAX_INFO_VAL);
+  CHECK(strncmp(scope, "ignored: call", 13) == 0 && strstr(scope, "two_phase"),
+        "aggio_placement_scope=call with auto: %s", scope);
+  aggio_file_close(&fh);
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -251,6 +366,7 @@ int main(int argc, char **argv) {
   write_reference(1);
   test_each_placement();
   test_fallbacks();
+  test_per_call();
   MPI_Barrier(MPI_COMM_WORLD);
   if (rank == 0) {
     char p[700];
