@@ -121,13 +121,7 @@ static int64_t *notice_from(struct tp *t, int i) { return &t->note[4 * i]; }
 static int64_t *notice_to(struct tp *t, int r) { return &t->note[4 * t->naggr + 2 * r]; }
 
 static int post_notice(struct tp *t, int64_t *buf, int count, int peer, int tag, int send) {
-  MPI_Request *r = aggio__op_request(t->op);
-  if (!r)
-    return AGGIO_ERR_NOMEM;
-  MPI_Comm c = t->fh->comm;
-  int rc = send ? MPI_Isend(buf, count, MPI_INT64_T, peer, tag, c, r)
-                : MPI_Irecv(buf, count, MPI_INT64_T, peer, tag, c, r);
-  return rc == MPI_SUCCESS ? 0 : AGGIO_ERR_MPI;
+  return aggio__tp_post(t, buf, count, MPI_INT64_T, peer, tag, send);
 }
 
 /* The aggregator's ready notices to the ranks with bytes in its window. */

@@ -260,6 +260,17 @@ int aggio__tp_begin(struct aggio__op *op) {
   return aggio__then(op, aggio__tp_offsets, AGGIO_P_PLAN);
 }
 
+int aggio__tp_post(struct tp *t, void *buf, int count, MPI_Datatype type, int peer, int tag,
+                   int is_send) {
+  MPI_Request *r = aggio__op_request(t->op);
+  if (!r)
+    return AGGIO_ERR_NOMEM;
+  MPI_Comm c = t->fh->comm;
+  int rc = is_send ? MPI_Isend(buf, count, type, peer, tag, c, r)
+                   : MPI_Irecv(buf, count, type, peer, tag, c, r);
+  return rc == MPI_SUCCESS ? 0 : AGGIO_ERR_MPI;
+}
+
 int aggio__tp_scratch(struct tp *t, size_t n) {
   if (n <= t->scratch_cap)
     return 0;

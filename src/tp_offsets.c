@@ -261,17 +261,6 @@ static int reserve_lists(struct aggio__op *op) {
   return aggio__op_agree_then(op, send_rest, AGGIO_P_PLAN);
 }
 
-static int post_rest(struct tp *t, void *buf, int count, MPI_Datatype type, int peer,
-                     int is_send) {
-  MPI_Request *r = aggio__op_request(t->op); /* reserved in reserve_all */
-  if (!r)
-    return AGGIO_ERR_NOMEM;
-  MPI_Comm c = t->fh->comm;
-  int rc = is_send ? MPI_Isend(buf, count, type, peer, TP_REST_TAG, c, r)
-                   : MPI_Irecv(buf, count, type, peer, TP_REST_TAG, c, r);
-  return rc == MPI_SUCCESS ? 0 : AGGIO_ERR_MPI;
-}
-
 static int unpack_rest(struct aggio__op *op);
 
 static int send_rest(struct aggio__op *op) {
@@ -281,14 +270,15 @@ static int send_rest(struct aggio__op *op) {
   for (int i = 0; i < t->naggr; i++) {
     struct piece_list *l = &t->mine[i];
     if (l->n > TP_INLINE)
-      rc |= post_rest(t, l->v + TP_INLINE, (int)(l->n - TP_INLINE), t->f->piece_type,
-                      fh->aggr[i], 1);
+      rc |= aggio__tp_post(t, l->v + TP_INLINE, (int)(l->n - TP_INLINE), t->f->piece_type,
+                           fh->aggr[i], TP_REST_TAG, 1); /* slots reserved in reserve_all */
   }
   for (int r = 0; t->me >= 0 && r < fh->nprocs; r++) {
     int64_t n = inbox_of(t->f, r)[0];
     struct aggio__extents *x = &t->theirs[r];
     if (n > TP_INLINE)
-      rc |= post_rest(t, x->v + x->n, (int)(2 * (n - TP_INLINE)), MPI_INT64_T, r, 0);
+      rc |= aggio__tp_post(t, x->v + x->n, (int)(2 * (n - TP_INLINE)), MPI_INT64_T, r,
+                           TP_REST_TAG, 0);
   }
   aggio__op_note(op, rc ? AGGIO_ERR_MPI : 0, "two-phase offset exchange");
   aggio__then(op, unpack_rest, AGGIO_P_PLAN);

@@ -159,6 +159,11 @@ int aggio__tp_reserve_rounds(struct tp *t, size_t total, size_t most, int active
 /* The step that starts the rounds once every aggregator has its lists. */
 int aggio__tp_rounds(struct aggio__op *op);
 
+/* One MPI_Isend (is_send) or MPI_Irecv on the file's communicator, in a
+ * request slot of the step (0, AGGIO_ERR_NOMEM or AGGIO_ERR_MPI). */
+int aggio__tp_post(struct tp *t, void *buf, int count, MPI_Datatype type, int peer, int tag,
+                   int is_send);
+
 /* Makes the scratch arrays (blens, disps, tdisps) hold n entries. */
 int aggio__tp_scratch(struct tp *t, size_t n);
 

@@ -86,13 +86,13 @@ static void write_reference(int seed) {
   MPI_Type_free(&t);
 }
 
-/* Rank 0 compares the two files whole. */
-static void compare_files(const char *what) {
+/* 1 on every rank when files a and b both hold exactly n bytes, the same
+ * (rank 0 reads them). */
+static int files_equal(const char *a_path, const char *b_path, size_t n) {
   int same = 1;
   if (rank == 0) {
-    size_t n = (size_t)BLK * NBLK * (size_t)nprocs;
     unsigned char *a = malloc(n + 1), *b = malloc(n + 1);
-    FILE *fa = fopen(path, "rb"), *fb = fopen(ref_path, "rb");
+    FILE *fa = fopen(a_path, "rb"), *fb = fopen(b_path, "rb");
     size_t na = fa && a ? fread(a, 1, n + 1, fa) : 0, nb = fb && b ? fread(b, 1, n + 1, fb) : 0;
     same = na == n && nb == n && memcmp(a, b, n) == 0;
     if (fa)
@@ -103,7 +103,13 @@ static void compare_files(const char *what) {
     free(b);
   }
   MPI_Bcast(&same, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  CHECK(same, "%s: the file equals the MPI library's", what);
+  return same;
+}
+
+/* The file equals the reference written through the MPI library. */
+static void compare_files(const char *what) {
+  CHECK(files_equal(path, ref_path, (size_t)BLK * NBLK * (size_t)nprocs),
+        "%s: the file equals the MPI library's", what);
 }
 
 /* Opens with the hints, writes and reads back the interleaved blocks, and
@@ -323,22 +329,8 @@ static void test_per_call(void) {
     pc_write(AGGIO_FILE_NULL, mf, 2, nprocs - 1, base);
     MPI_File_close(&mf);
   }
-  int same = 1;
-  if (rank == 0) {
-    size_t n = 2 * (size_t)base;
-    unsigned char *a = malloc(n + 1), *b = malloc(n + 1);
-    FILE *fa = fopen(path, "rb"), *fb = fopen(ref_path, "rb");
-    size_t na = fa && a ? fread(a, 1, n + 1, fa) : 0, nb = fb && b ? fread(b, 1, n + 1, fb) : 0;
-    same = na == n && nb == n && memcmp(a, b, n) == 0;
-    if (fa)
-      fclose(fa);
-    if (fb)
-      fclose(fb);
-    free(a);
-    free(b);
-  }
-  MPI_Bcast(&same, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  CHECK(same, "per-call placement: the file equals the MPI library's");
+  CHECK(files_equal(path, ref_path, 2 * (size_t)base),
+        "per-call placement: the file equals the MPI library's");
 
   /* Refused where the other strategies keep state on the aggregators */
   fh = pc_open("auto");
