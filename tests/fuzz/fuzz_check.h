@@ -30,7 +30,7 @@ static inline int fuzz_num_ok(enum aggio__hint_kind kind, int64_t num) {
   switch (kind) {
   case AGGIO_HK_TRISTATE: return num >= 0 && num <= 2;
   case AGGIO_HK_BOOL: return num == 0 || num == 1;
-  case AGGIO_HK_STRATEGY: return num >= 0 && num <= 2;
+  case AGGIO_HK_STRATEGY: return num >= AGGIO_STRAT_AUTO && num <= AGGIO_STRAT_NODE_LOCAL;
   case AGGIO_HK_INT: return num >= 0 && num <= INT_MAX;
   case AGGIO_HK_SIZE: return num >= 0;
   case AGGIO_HK_STRING: return num == 0;
