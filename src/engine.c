@@ -53,12 +53,17 @@ static int grow_requests(struct aggio__op *op, int at_least) {
   return 0;
 }
 
-MPI_Request *aggio__op_request(struct aggio__op *op) {
+/* Before the first request: the inline slot, which never fails. */
+static void first_slot(struct aggio__op *op) {
   if (op->req_cap == 0) {
     op->req = &op->req_inline;
     op->stat = &op->stat_inline;
     op->req_cap = 1;
   }
+}
+
+MPI_Request *aggio__op_request(struct aggio__op *op) {
+  first_slot(op);
   if (op->nreq == op->req_cap && grow_requests(op, 0) != 0)
     return NULL;
   op->req[op->nreq] = MPI_REQUEST_NULL;
@@ -66,11 +71,7 @@ MPI_Request *aggio__op_request(struct aggio__op *op) {
 }
 
 int aggio__op_reserve_requests(struct aggio__op *op, int n) {
-  if (op->req_cap == 0) {
-    op->req = &op->req_inline;
-    op->stat = &op->stat_inline;
-    op->req_cap = 1;
-  }
+  first_slot(op);
   return op->req_cap >= n || grow_requests(op, n) == 0 ? 0 : AGGIO_ERR_NOMEM;
 }
 

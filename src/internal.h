@@ -233,16 +233,17 @@ const struct aggio__strategy_ops *aggio__strategy_at(int i);
  * node_of_rank, node_names, aggr, naggr, my_aggr_index, node_comm. */
 int aggio__topology(aggio_file fh, struct aggio__err *e);
 void aggio__topology_free(aggio_file fh);
+/* Sets my_aggr_index from aggr (after the aggregators are chosen or moved). */
+void aggio__find_my_aggr(aggio_file fh);
 
 /* ---- per-call placement (topology_load.c) ------------------------------------- */
 
 /* With aggio_placement_scope=call: the topology placement of one call from
- * its volumes (volume[r]: the bytes rank r accesses), into the scratch
- * list aggio__call_aggr(fh).  Returns 1 when it differs from fh->aggr, 0
+ * its volumes (volume[r]: the bytes rank r accesses), into a scratch
+ * list of the file's.  Returns 1 when it differs from fh->aggr, 0
  * when not, -1 out of memory (this rank only: the caller agrees). */
 int aggio__place_call(aggio_file fh, const int64_t *volume);
 int64_t *aggio__call_volume(aggio_file fh);   /* [nprocs] */
-int *aggio__call_aggr(aggio_file fh);         /* [naggr] */
 /* Makes the scratch list the file's aggregators. */
 void aggio__place_call_commit(aggio_file fh);
 void aggio__call_placement_free(aggio_file fh);

@@ -160,11 +160,15 @@ int aggio__topology(aggio_file fh, struct aggio__err *e) {
   int prc = aggio__place_aggregators(fh, 1, e);
   if (prc != 0)
     return prc;
+  aggio__find_my_aggr(fh);
+  return 0;
+}
+
+void aggio__find_my_aggr(aggio_file fh) {
   fh->my_aggr_index = -1;
   for (int i = 0; i < fh->naggr; i++)
     if (fh->aggr[i] == fh->rank)
       fh->my_aggr_index = i;
-  return 0;
 }
 
 void aggio__topology_free(aggio_file fh) {

@@ -351,7 +351,6 @@ static void keep_for_calls(aggio_file fh, int p, struct aggio__topology *t, int 
 }
 
 int64_t *aggio__call_volume(aggio_file fh) { return fh->call_place->volume; }
-int *aggio__call_aggr(aggio_file fh) { return fh->call_place->aggr; }
 
 int aggio__place_call(aggio_file fh, const int64_t *volume) {
   struct aggio__call_placement *c = fh->call_place;
@@ -365,8 +364,5 @@ int aggio__place_call(aggio_file fh, const int64_t *volume) {
 
 void aggio__place_call_commit(aggio_file fh) {
   memcpy(fh->aggr, fh->call_place->aggr, (size_t)fh->naggr * sizeof *fh->aggr);
-  fh->my_aggr_index = -1;
-  for (int i = 0; i < fh->naggr; i++)
-    if (fh->aggr[i] == fh->rank)
-      fh->my_aggr_index = i;
+  aggio__find_my_aggr(fh);
 }
