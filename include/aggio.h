@@ -46,6 +46,21 @@ AGGIO_API int aggio_file_close(aggio_file *fh);
  * info is accepted for MPI-IO compatibility and not used. */
 AGGIO_API int aggio_file_delete(const char *filename, MPI_Info info);
 
+/* Closes every file this process still has open, oldest first (collective
+ * over each file's communicator, as aggio_file_close: every rank of a
+ * file's communicator calls it).  Acknowledged data that write-behind
+ * could not write is said on stderr, with the file and the byte count.
+ * Returns the first failure, else AGGIO_SUCCESS.  MPI_Finalize calls it
+ * (aggio registers it on MPI_COMM_SELF at the first open), so that no
+ * file is left half-written without a word; a program that wants the
+ * result calls it before MPI_Finalize. */
+AGGIO_API int aggio_finalize(void);
+/* Not collective: writes what write-behind holds on this rank's node, for
+ * every open file, and says on stderr what could not be written.  For a
+ * process about to end without closing its files: aggio-run's MPI_Abort
+ * calls it.  Returns AGGIO_SUCCESS, or an error when bytes were lost. */
+AGGIO_API int aggio_drain(void);
+
 /* Collective.  datarep must be "native". */
 AGGIO_API int aggio_file_set_view(aggio_file fh, MPI_Offset disp,
                                   MPI_Datatype etype, MPI_Datatype filetype,
@@ -245,8 +260,9 @@ AGGIO_API int aggio_file_get_type_extent(aggio_file fh, MPI_Datatype datatype,
 /* Collective. */
 AGGIO_API int aggio_file_set_info(aggio_file fh, MPI_Info info);
 /* Returns a new MPI_Info (free it with MPI_Info_free) holding every hint in
- * effect, including those the file system could not honour (their value then
- * starts with "ignored:"). */
+ * effect (numeric hints as plain numbers; cb_nodes is the number of
+ * aggregators in use); hints the file system could not honour, and why,
+ * under aggio_hints_ignored (docs/hints.md). */
 AGGIO_API int aggio_file_get_info(aggio_file fh, MPI_Info *info_used);
 
 /* ---- errors --------------------------------------------------------------- */

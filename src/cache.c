@@ -14,14 +14,27 @@
  * make room (least recently used first) or at a flush.  Runs are written
  * as they are, never with the holes between them: a read-modify-write
  * long after the call would overwrite what others wrote into the holes.
+ *
+ * Acknowledged data stays in this memory for a bounded time: a slot
+ * written into and not written out for `max_age` seconds (the hint
+ * aggio_write_behind_delay) is queued by the I/O threads, so that a kill
+ * or MPI_Abort loses at most that much of the program's recent writes.
+ * The window is node-shared memory made without blocking (shm.h) and let
+ * go without communicating; its lock is robust: a process that dies
+ * holding it does not wedge the node's others.
  */
+#include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "cache.h"
 #include "engine.h"
+#include "shm.h"
 
 #define MAX_RUNS 64      /* runs per slot before the slot is written out */
 #define THREADS 2        /* I/O threads per host rank: two writes in flight */
@@ -40,6 +53,8 @@ struct slot {
   int64_t valid_len;
   int64_t block;       /* block index, -1 when FREE */
   uint64_t used;       /* clock of the last use (least recently used goes first) */
+  double dirty_since;  /* when its first run not yet written was added */
+  pid_t worker;        /* BUSY: the process doing its job */
   int nruns;
   int64_t run[MAX_RUNS][2]; /* written ranges, block-relative: sorted, disjoint, not touching */
 };
@@ -50,10 +65,11 @@ struct shared {
   pthread_cond_t change; /* ranks wait here for a slot to change state */
   int waiting;          /* ranks waiting on `change`: wake them only then */
   uint64_t clock;
-  int stop;             /* threads finish the queue and leave */
   int64_t err_count;    /* deferred failures so far */
-  int64_t reported;     /* of which a rank has reported (the agreement
-                         * brings that rank's report to every rank) */
+  int64_t err_bytes;    /* bytes they failed to write */
+  int64_t reported;     /* failures an agreement reported to every rank */
+  int64_t reported_bytes;
+  int64_t owner_deaths; /* processes that died holding the lock */
   int err_code;
   char err_msg[256];
   struct slot slot[];
@@ -61,16 +77,62 @@ struct shared {
 
 struct aggio__cache {
   aggio_file fh;
-  MPI_Comm comm;
-  MPI_Win win;
+  struct aggio__shm shm; /* the window */
   struct shared *sh;
   char *data;          /* nslots blocks, aligned for direct I/O */
   int64_t block;
   int nslots;
+  int host;            /* this rank runs I/O threads */
+  double max_age;      /* seconds written data may wait in a slot (0: no bound) */
   pthread_t thread[THREADS];
   int nthreads;
+  int stop;            /* this process's threads finish the queue and leave */
+  int64_t peeked;      /* deferred failures this rank gave to an agreement */
   double waited;       /* seconds this rank waited or helped (timers) */
+  aggio__step_fn then; /* set-up: the step after the window (aggio__cache_make) */
 };
+
+/* ---- the lock: robust, so that a process that died holding it does not
+ * wedge the node; a slot it was writing is queued again ------------------------ */
+
+static void owner_died(struct aggio__cache *c) {
+  pthread_mutex_consistent(&c->sh->lock);
+  c->sh->owner_deaths++;
+  for (int i = 0; i < c->nslots; i++) {
+    struct slot *s = &c->sh->slot[i];
+    if (s->state == BUSY && s->worker > 0 && kill(s->worker, 0) != 0 && errno == ESRCH)
+      s->state = QUEUED; /* its job is done again, by the living */
+  }
+}
+
+static void lock_cache(struct aggio__cache *c) {
+  if (pthread_mutex_lock(&c->sh->lock) == EOWNERDEAD)
+    owner_died(c);
+}
+
+static void unlock_cache(struct aggio__cache *c) { pthread_mutex_unlock(&c->sh->lock); }
+
+static void wait_on(struct aggio__cache *c, pthread_cond_t *cond) {
+  if (pthread_cond_wait(cond, &c->sh->lock) == EOWNERDEAD)
+    owner_died(c);
+}
+
+static double mono_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* A wait of at most `seconds` (the I/O threads' look at old slots). */
+static void wait_on_for(struct aggio__cache *c, pthread_cond_t *cond, double seconds) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  long long ns = (long long)ts.tv_nsec + (long long)(seconds * 1e9);
+  ts.tv_sec += (time_t)(ns / 1000000000LL);
+  ts.tv_nsec = (long)(ns % 1000000000LL);
+  if (pthread_cond_timedwait(cond, &c->sh->lock, &ts) == EOWNERDEAD)
+    owner_died(c);
+}
 
 static char *slot_data(const struct aggio__cache *c, const struct slot *s) {
   return c->data + (int64_t)(s - c->sh->slot) * c->block;
@@ -201,12 +263,29 @@ static struct slot *room(struct aggio__cache *c, int evict) {
 
 /* ---- the work: writing and loading slots ------------------------------------------------ */
 
-static void deferred_failure(struct aggio__cache *c, const struct aggio__err *e) {
+static int64_t run_bytes(const struct slot *s) {
+  int64_t n = 0;
+  for (int i = 0; i < s->nruns; i++)
+    n += s->run[i][1] - s->run[i][0];
+  return n;
+}
+
+/* Locked.  The first failure's text stands for those reported with it. */
+static void deferred_failure(struct aggio__cache *c, const struct slot *s,
+                             const struct aggio__err *e) {
   struct shared *sh = c->sh;
-  if (sh->err_count++ == 0 || sh->err_code == 0) {
+  if (sh->err_count == sh->reported || sh->err_code == 0) {
     sh->err_code = e->code;
     snprintf(sh->err_msg, sizeof sh->err_msg, "%.255s", e->msg);
   }
+  sh->err_count++;
+  sh->err_bytes += run_bytes(s);
+}
+
+/* A slot's job is this process's now (locked). */
+static void take(struct slot *s) {
+  s->state = BUSY;
+  s->worker = getpid();
 }
 
 /* Writes the slot's runs (called unlocked, slot BUSY). */
@@ -236,14 +315,14 @@ static int load_slot(struct aggio__cache *c, struct slot *s, int flags, struct a
  * collective call of every rank; a failed load is the reader's error. */
 static int work(struct aggio__cache *c, struct slot *s, int flags, struct aggio__err *e) {
   int job = s->job;
-  pthread_mutex_unlock(&c->sh->lock);
+  unlock_cache(c);
   struct aggio__err mine = {0};
   int rc = job == JOB_WRITE ? write_slot(c, s, flags, &mine) : load_slot(c, s, flags, &mine);
-  pthread_mutex_lock(&c->sh->lock);
+  lock_cache(c);
   if (job == JOB_WRITE) {
     int whole = full(c, s);
     if (rc != 0)
-      deferred_failure(c, &mine);
+      deferred_failure(c, s, &mine);
     if (rc == 0 && (whole || s->valid)) { /* now a clean copy of the file */
       s->state = OPEN;
       s->nruns = 0;
@@ -285,10 +364,10 @@ static void help_or_wait(struct aggio__cache *c) {
   struct slot *s = c->fh->opened ? oldest_queued(c) : NULL;
   if (!s) {
     c->sh->waiting++;
-    pthread_cond_wait(&c->sh->change, &c->sh->lock);
+    wait_on(c, &c->sh->change);
     c->sh->waiting--;
   } else {
-    s->state = BUSY;
+    take(s);
     work(c, s, 0, NULL);
   }
   if (c->fh->stats)
@@ -301,21 +380,37 @@ double aggio__cache_take_waited(struct aggio__cache *c) {
   return w;
 }
 
+/* Queues the slots whose written data has waited max_age (locked): the
+ * bound on how long acknowledged data stays in memory only. */
+static void queue_old(struct aggio__cache *c) {
+  double now = mono_now();
+  for (int i = 0; i < c->nslots; i++) {
+    struct slot *s = &c->sh->slot[i];
+    if (s->state == OPEN && s->nruns > 0 && s->pins == 0 && now - s->dirty_since >= c->max_age)
+      queue(c, s, JOB_WRITE);
+  }
+}
+
 static void *thread_main(void *arg) {
   struct aggio__cache *c = arg;
-  pthread_mutex_lock(&c->sh->lock);
+  lock_cache(c);
   for (;;) {
     struct slot *s = oldest_queued(c);
-    if (!s && c->sh->stop)
+    if (!s && c->stop)
       break;
-    if (!s) {
-      pthread_cond_wait(&c->sh->work, &c->sh->lock);
+    if (!s && c->max_age > 0) {
+      wait_on_for(c, &c->sh->work, c->max_age / 2);
+      queue_old(c);
       continue;
     }
-    s->state = BUSY;
+    if (!s) {
+      wait_on(c, &c->sh->work);
+      continue;
+    }
+    take(s);
     work(c, s, AGGIO_IO_BEHIND, NULL);
   }
-  pthread_mutex_unlock(&c->sh->lock);
+  unlock_cache(c);
   return NULL;
 }
 
@@ -337,6 +432,8 @@ static struct slot *slot_for_write(struct aggio__cache *c, int64_t block, int64_
   for (;;) {
     struct slot *s = find(c, block);
     if (s && s->state == OPEN) {
+      if (s->nruns == 0)
+        s->dirty_since = mono_now();
       if (add_run(s, a, b) == 0) {
         s->pins++;
         s->used = ++c->sh->clock;
@@ -361,26 +458,26 @@ int64_t aggio__cache_put_some(struct aggio__cache *c, int64_t off, int64_t len, 
                               int may_wait) {
   int64_t done = 0;
   if (len > 0) {
-    pthread_mutex_lock(&c->sh->lock);
+    lock_cache(c);
     drop_short(c);
-    pthread_mutex_unlock(&c->sh->lock);
+    unlock_cache(c);
   }
   while (done < len) {
     int64_t block = off / c->block, a = off - block * c->block;
     int64_t n = len - done < c->block - a ? len - done : c->block - a;
-    pthread_mutex_lock(&c->sh->lock);
+    lock_cache(c);
     struct slot *s = slot_for_write(c, block, a, a + n, may_wait);
-    pthread_mutex_unlock(&c->sh->lock);
+    unlock_cache(c);
     if (!s)
       break;
     memcpy(slot_data(c, s) + a, src, (size_t)n);
     count_local(c, n);
-    pthread_mutex_lock(&c->sh->lock);
+    lock_cache(c);
     if (s->valid && a + n > s->valid_len)
       s->valid = 0; /* past the loaded end: the copy no longer tells the file's bytes */
     if (--s->pins == 0)
       unpinned(c, s);
-    pthread_mutex_unlock(&c->sh->lock);
+    unlock_cache(c);
     off += n;
     src += n;
     done += n;
@@ -435,7 +532,7 @@ static struct slot *slot_for_read(struct aggio__cache *c, int64_t block, int *rc
       continue;
     }
     if (s && s->state == QUEUED && s->job == JOB_LOAD && c->fh->opened) {
-      s->state = BUSY; /* load it here rather than wait for a thread */
+      take(s); /* load it here rather than wait for a thread */
       if ((*rc = work(c, s, 0, e)) != 0)
         return NULL;
       continue;
@@ -450,7 +547,7 @@ static struct slot *slot_for_read(struct aggio__cache *c, int64_t block, int *rc
       continue;
     }
     claim(c, s, block);
-    s->state = BUSY;
+    take(s);
     s->job = JOB_LOAD;
     if ((*rc = work(c, s, 0, e)) != 0)
       return NULL;
@@ -463,11 +560,11 @@ int aggio__cache_get(struct aggio__cache *c, int64_t off, int64_t len, char *dst
     int64_t block = off / c->block, a = off - block * c->block;
     int64_t n = len < c->block - a ? len : c->block - a;
     int rc = 0;
-    pthread_mutex_lock(&c->sh->lock);
+    lock_cache(c);
     struct slot *s = slot_for_read(c, block, &rc, e);
     if (s)
       read_ahead(c, block);
-    pthread_mutex_unlock(&c->sh->lock);
+    unlock_cache(c);
     if (!s)
       return rc;
     int64_t have = s->valid_len - a;
@@ -475,10 +572,10 @@ int aggio__cache_get(struct aggio__cache *c, int64_t off, int64_t len, char *dst
       memcpy(dst, slot_data(c, s) + a, (size_t)(have < n ? have : n));
       count_local(c, have < n ? have : n);
     }
-    pthread_mutex_lock(&c->sh->lock);
+    lock_cache(c);
     if (--s->pins == 0)
       unpinned(c, s);
-    pthread_mutex_unlock(&c->sh->lock);
+    unlock_cache(c);
     if (have < n) { /* the file ends inside this block */
       *eof = block * c->block + s->valid_len;
       return 0;
@@ -537,7 +634,7 @@ static void drop_clean(struct aggio__cache *c, int64_t first, int64_t last) {
 }
 
 void aggio__cache_flush(struct aggio__cache *c, int drop) {
-  pthread_mutex_lock(&c->sh->lock);
+  lock_cache(c);
   write_out(c, 0, INT64_MAX);
   if (drop) {
     /* loads still queued or running are done first, then forgotten */
@@ -550,33 +647,33 @@ void aggio__cache_flush(struct aggio__cache *c, int drop) {
     }
     drop_clean(c, 0, INT64_MAX);
   }
-  pthread_mutex_unlock(&c->sh->lock);
+  unlock_cache(c);
 }
 
 void aggio__cache_settle(struct aggio__cache *c, int64_t off, int64_t len, int writing) {
   if (len <= 0)
     return;
   int64_t first = off / c->block, last = (off + len - 1) / c->block;
-  pthread_mutex_lock(&c->sh->lock);
+  lock_cache(c);
   write_out(c, first, last);
   if (writing) {
     drop_clean(c, first, last);
     drop_short(c);
   }
-  pthread_mutex_unlock(&c->sh->lock);
+  unlock_cache(c);
 }
 
 void aggio__cache_forget(struct aggio__cache *c, int64_t lo, int64_t hi) {
   if (hi <= lo)
     return;
-  pthread_mutex_lock(&c->sh->lock);
+  lock_cache(c);
   drop_clean(c, lo / c->block, (hi - 1) / c->block);
   drop_short(c);
-  pthread_mutex_unlock(&c->sh->lock);
+  unlock_cache(c);
 }
 
 void aggio__cache_held(struct aggio__cache *c, int64_t *flags, int64_t *lo, int64_t *hi) {
-  pthread_mutex_lock(&c->sh->lock);
+  lock_cache(c);
   for (int i = 0; i < c->nslots; i++) {
     const struct slot *s = &c->sh->slot[i];
     if (dirty(s) && s->nruns > 0) {
@@ -588,26 +685,52 @@ void aggio__cache_held(struct aggio__cache *c, int64_t *flags, int64_t *lo, int6
     if (s->state != FREE && (s->valid || s->job == JOB_LOAD))
       *flags |= AGGIO_SF_CACHE_CLEAN;
   }
-  pthread_mutex_unlock(&c->sh->lock);
+  unlock_cache(c);
 }
 
-/* The first rank of the node to look after a failure reports it: whichever
- * rank flushes last in a collective flush has waited for every write of
- * the node, so no failure escapes the agreement that follows (a leader
- * that looked before another rank's write failed would miss it). */
+/* Every rank of the node sees the failures not reported yet (any of them
+ * may be the one whose report the agreement chooses, and whichever rank
+ * flushes last in a collective flush has waited for every write of the
+ * node, so no failure escapes the agreement that follows).  They count as
+ * reported only once an agreement chose this rank's report
+ * (aggio__cache_reported): a report that lost to another rank's error
+ * waits for the next call. */
 int aggio__cache_error(struct aggio__cache *c, struct aggio__err *e) {
-  pthread_mutex_lock(&c->sh->lock);
-  int64_t n = c->sh->err_count;
+  lock_cache(c);
+  int64_t n = c->sh->err_count, bytes = c->sh->err_bytes - c->sh->reported_bytes;
   int fresh = n > c->sh->reported;
-  c->sh->reported = n;
   int code = c->sh->err_code;
   char msg[256];
   snprintf(msg, sizeof msg, "%s", c->sh->err_msg);
-  pthread_mutex_unlock(&c->sh->lock);
-  if (!fresh)
+  unlock_cache(c);
+  if (!fresh || !e || e->code != 0)
     return 0;
-  return aggio__fail(e, code, "rank %d: an earlier collective write, held by write-behind, "
-                     "failed to reach the file: %s", c->fh->rank, msg);
+  c->peeked = n;
+  return aggio__fail(e, code, "rank %d: %lld bytes of earlier collective writes, held by "
+                     "write-behind, failed to reach the file %s: %s", c->fh->rank,
+                     (long long)bytes, c->fh->path, msg);
+}
+
+void aggio__cache_reported(struct aggio__cache *c) {
+  lock_cache(c);
+  if (c->peeked > c->sh->reported) {
+    /* the bytes up to the failures this report covered */
+    c->sh->reported_bytes = c->peeked == c->sh->err_count ? c->sh->err_bytes
+                                                           : c->sh->reported_bytes;
+    c->sh->reported = c->peeked;
+  }
+  unlock_cache(c);
+  c->peeked = 0;
+}
+
+int64_t aggio__cache_unwritten(struct aggio__cache *c, char *msg, size_t len, int *speaker) {
+  lock_cache(c);
+  int64_t bytes = c->sh->err_count > c->sh->reported ? c->sh->err_bytes - c->sh->reported_bytes
+                                                     : 0;
+  snprintf(msg, len, "%s", c->sh->err_msg);
+  unlock_cache(c);
+  *speaker = c->shm.me == 0; /* one rank per cache: the one that made it */
+  return bytes;
 }
 
 int64_t aggio__cache_block(const struct aggio__cache *c) { return c->block; }
@@ -625,51 +748,30 @@ static int64_t header_bytes(int nslots, int64_t align) {
   return aggio__round_up(fixed + nslots * per_slot, align);
 }
 
+/* The header, by the rank that created the window: a robust
+ * process-shared lock, and condition variables on the monotonic clock. */
 static int init_shared(struct shared *sh, int nslots) {
   pthread_mutexattr_t ma;
   pthread_condattr_t ca;
-  /* the window's memory is not always zeroed (a one-rank window is malloc'd) */
   memset(sh, 0, sizeof *sh + (size_t)nslots * sizeof sh->slot[0]);
-  if (pthread_mutexattr_init(&ma) != 0 || pthread_condattr_init(&ca) != 0)
+  if (pthread_mutexattr_init(&ma) != 0)
     return -1;
-  pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
-  pthread_condattr_setpshared(&ca, PTHREAD_PROCESS_SHARED);
-  int rc = pthread_mutex_init(&sh->lock, &ma) | pthread_cond_init(&sh->work, &ca) |
-           pthread_cond_init(&sh->change, &ca);
+  if (pthread_condattr_init(&ca) != 0) {
+    pthread_mutexattr_destroy(&ma);
+    return -1;
+  }
+  int rc = pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED) |
+           pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST) |
+           pthread_condattr_setpshared(&ca, PTHREAD_PROCESS_SHARED) |
+           pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  if (rc == 0)
+    rc = pthread_mutex_init(&sh->lock, &ma) | pthread_cond_init(&sh->work, &ca) |
+         pthread_cond_init(&sh->change, &ca);
   pthread_mutexattr_destroy(&ma);
   pthread_condattr_destroy(&ca);
   for (int i = 0; i < nslots; i++)
     reset(&sh->slot[i]);
   return rc ? -1 : 0;
-}
-
-/* Rank 0 of the cache's ranks allocates it all and initialises the header;
- * the others map it. */
-static int make_window(struct aggio__cache *c, int64_t align) {
-  int me;
-  MPI_Comm_rank(c->comm, &me);
-  int64_t hdr = header_bytes(c->nslots, align);
-  int64_t fixed, per_slot;
-  aggio__cache_header(&fixed, &per_slot);
-  MPI_Aint bytes = me == 0 ? (MPI_Aint)aggio__cache_window_bytes(c->block, c->nslots, align,
-                                                                 fixed, per_slot) : 0;
-  char *base = NULL;
-  int ok = MPI_Win_allocate_shared(bytes, 1, MPI_INFO_NULL, c->comm, &base, &c->win) ==
-           MPI_SUCCESS;
-  if (!ok)
-    c->win = MPI_WIN_NULL;
-  if (ok) {
-    MPI_Aint size;
-    int disp;
-    MPI_Win_shared_query(c->win, 0, &size, &disp, &base);
-    char *p = (char *)aggio__round_up((int64_t)(uintptr_t)base, align);
-    c->sh = (struct shared *)p;
-    c->data = p + hdr;
-    if (me == 0)
-      ok = init_shared(c->sh, c->nslots) == 0;
-  }
-  MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, c->comm);
-  return ok ? 0 : -1;
 }
 
 static void start_threads(struct aggio__cache *c) {
@@ -678,53 +780,83 @@ static void start_threads(struct aggio__cache *c) {
     c->nthreads++;
 }
 
-int aggio__cache_new(aggio_file fh, MPI_Comm comm, int64_t block, int nslots, int host,
-                     struct aggio__cache **out, struct aggio__err *e) {
-  struct aggio__cache *c = calloc(1, sizeof *c);
-  int ok = c != NULL;
-  MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm);
-  if (!ok) {
-    free(c);
-    return aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: out of memory for the node cache",
-                       fh->rank);
-  }
-  c->fh = fh;
-  c->comm = comm;
-  c->block = block;
-  c->nslots = nslots;
-  c->win = MPI_WIN_NULL;
-  if (make_window(c, fh->dio_align > 4096 ? fh->dio_align : 4096) != 0) {
-    if (c->win != MPI_WIN_NULL)
-      MPI_Win_free(&c->win);
-    free(c);
-    return aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: the node cache's shared memory "
-                       "(%d blocks of %lld bytes) could not be allocated", fh->rank,
-                       nslots, (long long)block);
-  }
-  if (host)
-    start_threads(c);
-  *out = c;
-  return 0;
+static int window_made(struct aggio__op *op);
+
+static char *header_at(const struct aggio__cache *c, char *base) {
+  int64_t align = c->fh->dio_align > 4096 ? c->fh->dio_align : 4096;
+  return (char *)aggio__round_up((int64_t)(uintptr_t)base, align);
 }
 
+/* On the rank that creates the window, before any other can map it: the
+ * lock must be whole before the first thread takes it. */
+static int init_header(char *base, void *arg) {
+  struct aggio__cache *c = arg;
+  return init_shared((struct shared *)header_at(c, base), c->nslots);
+}
+
+struct aggio__cache *aggio__cache_alloc(aggio_file fh, int64_t block, int nslots, int host,
+                                        double max_age) {
+  struct aggio__cache *c = aggio__calloc(fh, 1, sizeof *c);
+  if (!c)
+    return NULL;
+  c->fh = fh;
+  c->block = block;
+  c->nslots = nslots;
+  c->host = host;
+  c->max_age = max_age;
+  return c;
+}
+
+int aggio__cache_make_window(struct aggio__op *op, struct aggio__cache *c, MPI_Comm comm,
+                             aggio__step_fn then) {
+  aggio_file fh = op->fh;
+  int64_t fixed, per_slot, align = fh->dio_align > 4096 ? fh->dio_align : 4096;
+  aggio__cache_header(&fixed, &per_slot);
+  size_t bytes = (size_t)aggio__cache_window_bytes(c->block, c->nslots, align, fixed, per_slot);
+  c->then = then;
+  c->shm.init = init_header;
+  c->shm.init_arg = c;
+  op->sdata = c; /* the set-up's own: no operation state exists yet */
+  return aggio__shm_make(op, &c->shm, comm, bytes, window_made, AGGIO_P_PLAN);
+}
+
+/* Every rank of the node mapped the window (or none keeps it), its header
+ * made by the rank that created it (init_header): hosts start their
+ * threads. */
+static int window_made(struct aggio__op *op) {
+  struct aggio__cache *c = op->sdata;
+  op->sdata = NULL;
+  aggio_file fh = c->fh;
+  int64_t align = fh->dio_align > 4096 ? fh->dio_align : 4096;
+  if (!c->shm.base) {
+    aggio__fail(&op->err, AGGIO_ERR_NOMEM, "rank %d: the node cache's shared memory (%d "
+                "blocks of %lld bytes) could not be made", fh->rank, c->nslots,
+                (long long)c->block);
+    return aggio__then(op, c->then, AGGIO_P_PLAN);
+  }
+  char *p = header_at(c, c->shm.base);
+  c->sh = (struct shared *)p;
+  c->data = p + header_bytes(c->nslots, align);
+  if (c->host && op->err.code == 0)
+    start_threads(c);
+  return aggio__then(op, c->then, AGGIO_P_PLAN);
+}
+
+/* Local: this process's threads finish what is queued and go, and the
+ * window is unmapped (the node's memory goes with its last mapping).  The
+ * caller flushed first, collectively, at close; after a failed set-up
+ * nothing was written. */
 void aggio__cache_free(struct aggio__cache *c) {
   if (!c)
     return;
-  pthread_mutex_lock(&c->sh->lock);
-  c->sh->stop = 1;
-  pthread_cond_broadcast(&c->sh->work);
-  pthread_mutex_unlock(&c->sh->lock);
-  for (int i = 0; i < c->nthreads; i++)
-    pthread_join(c->thread[i], NULL);
-  /* every rank's threads are gone before the lock and memory go */
-  MPI_Barrier(c->comm);
-  int me;
-  MPI_Comm_rank(c->comm, &me);
-  if (me == 0) {
-    pthread_cond_destroy(&c->sh->work);
-    pthread_cond_destroy(&c->sh->change);
-    pthread_mutex_destroy(&c->sh->lock);
+  if (c->nthreads > 0) {
+    lock_cache(c);
+    c->stop = 1;
+    pthread_cond_broadcast(&c->sh->work);
+    unlock_cache(c);
+    for (int i = 0; i < c->nthreads; i++)
+      pthread_join(c->thread[i], NULL);
   }
-  MPI_Win_free(&c->win);
+  aggio__shm_free(&c->shm);
   free(c);
 }

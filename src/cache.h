@@ -22,20 +22,27 @@
 #ifndef AGGIO_CACHE_H
 #define AGGIO_CACHE_H
 
-#include "internal.h"
+#include "engine.h"
 
 struct aggio__cache;
 
 /* The bytes of the cache's header: fixed, and per slot (for
  * aggio__cache_geometry, which keeps the whole window within the budget). */
 void aggio__cache_header(int64_t *fixed, int64_t *per_slot);
-/* Collective over `comm` (the ranks sharing the cache): makes the window of
- * nslots blocks of `block` bytes; `host` ranks run the I/O threads.
- * Returns 0, or an error (nothing is left allocated then). */
-int aggio__cache_new(aggio_file fh, MPI_Comm comm, int64_t block, int nslots, int host,
-                     struct aggio__cache **out, struct aggio__err *e);
-/* Collective over the cache's ranks: stops the threads and frees the
- * window.  The caller flushed first. */
+/* A cache of nslots blocks of `block` bytes, its window not made yet:
+ * `host` ranks will run the I/O threads; written data waits at most
+ * max_age seconds in the cache (0: no bound).  Local; NULL without
+ * memory. */
+struct aggio__cache *aggio__cache_alloc(aggio_file fh, int64_t block, int nslots, int host,
+                                        double max_age);
+/* Steps of op (a strategy's set-up, engine.h) that make c's window, shared
+ * by the ranks of `comm` (the node's, or MPI_COMM_SELF for a cache of one
+ * rank), then go on with `then`; op->err says when it could not be made
+ * (the set-up's agreement follows).  Posted collectives only. */
+int aggio__cache_make_window(struct aggio__op *op, struct aggio__cache *c, MPI_Comm comm,
+                             aggio__step_fn then);
+/* Local: stops this process's threads and unmaps the window.  The caller
+ * flushed first (collectively), or the set-up failed. */
 void aggio__cache_free(struct aggio__cache *c);
 
 int64_t aggio__cache_block(const struct aggio__cache *c);
@@ -77,9 +84,15 @@ void aggio__cache_forget(struct aggio__cache *c, int64_t lo, int64_t hi);
 /* What the cache holds: ORs AGGIO_SF_CACHE_DIRTY / _CLEAN into *flags and
  * widens [*lo, *hi) to cover the written data it holds. */
 void aggio__cache_held(struct aggio__cache *c, int64_t *flags, int64_t *lo, int64_t *hi);
-/* On the node's first rank, a failure of a deferred write not reported yet
- * (each is reported once; the caller's agreement spreads it): fills e and
- * returns its code, else 0.  0 on the other ranks. */
+/* The failures of deferred writes not reported yet, as one report (the
+ * bytes that could not be written, the first failure's text): fills e
+ * when it holds no error (e NULL or set: nothing) and returns the code,
+ * else 0.  It counts as reported once aggio__cache_reported says the
+ * agreement chose it; until then every call reports it again. */
 int aggio__cache_error(struct aggio__cache *c, struct aggio__err *e);
+void aggio__cache_reported(struct aggio__cache *c);
+/* Bytes of deferred writes that failed and were not reported yet, and
+ * the first failure's text; *speaker is 1 on one rank of the cache's. */
+int64_t aggio__cache_unwritten(struct aggio__cache *c, char *msg, size_t len, int *speaker);
 
 #endif

@@ -81,24 +81,27 @@ void aggio__op_note(struct aggio__op *op, int rc, const char *what) {
                 aggio_strerror(rc));
 }
 
-/* A request slot for a posted collective, or NULL when the collective
- * runs blocking (a blocking operation: every rank makes the same blocking
- * call).  A non-blocking operation always posts (MPI matches no blocking
- * collective with a posted one): without memory for one more slot, the
- * step's requests complete first and their slots are reused. */
-static MPI_Request *slot_or_block(struct aggio__op *op) {
+/* The slot of a posted collective, or NULL when the collective blocks: in
+ * a blocking operation once it has entered (its summary completed on
+ * every rank, so every rank is in the call and makes the same blocking
+ * calls).  Before that, and in a non-blocking operation always, it is
+ * posted: MPI never matches a blocking collective with a posted one, and
+ * a rank waiting for it may have to run other operations' steps meanwhile
+ * (docs/engine.md, "Liveness").  A step posts at most one collective, in
+ * op->creq, which needs no memory. */
+static MPI_Request *coll_slot(struct aggio__op *op) {
+#ifdef AGGIO_SIMGRID
+  /* SMPI (SimGrid 3.32) gives each rank its own operand back from an
+   * MPI_Iallreduce with a user-defined operation (the summary's): the
+   * simulated programs make blocking calls only, so theirs block. */
   if (op->blocking)
     return NULL;
-  MPI_Request *r = aggio__op_request(op);
-  if (!r && op->nreq > 0) {
-    if (MPI_Waitall(op->nreq, op->req, op->stat) != MPI_SUCCESS)
-      aggio__op_note(op, AGGIO_ERR_MPI, "MPI_Waitall");
-    op->nreq = 0;
-    r = aggio__op_request(op);
-  }
-  if (!r)
-    op->blocking = 1;
-  return r;
+#endif
+  if (op->blocking && op->entered)
+    return NULL;
+  if (op->creq == MPI_REQUEST_NULL)
+    return &op->creq;
+  return aggio__op_request(op); /* a second collective in one step: none does */
 }
 
 /* Before a collective: the step's time so far is its own. */
@@ -120,7 +123,7 @@ static int posted(struct aggio__op *op, MPI_Request *r, int mpi_rc, const char *
 
 int aggio__op_allreduce(struct aggio__op *op, const void *in, void *out, int count,
                         MPI_Datatype type, MPI_Op mop, MPI_Comm comm, int phase) {
-  MPI_Request *r = slot_or_block(op);
+  MPI_Request *r = coll_slot(op);
   closing(op);
   int rc = r ? MPI_Iallreduce(in, out, count, type, mop, comm, r)
              : MPI_Allreduce(in, out, count, type, mop, comm);
@@ -129,7 +132,7 @@ int aggio__op_allreduce(struct aggio__op *op, const void *in, void *out, int cou
 
 int aggio__op_alltoall(struct aggio__op *op, const void *in, void *out, int count,
                        MPI_Datatype type, int phase) {
-  MPI_Request *r = slot_or_block(op);
+  MPI_Request *r = coll_slot(op);
   MPI_Comm c = op->fh->comm;
   closing(op);
   int rc = r ? MPI_Ialltoall(in, count, type, out, count, type, c, r)
@@ -140,7 +143,7 @@ int aggio__op_alltoall(struct aggio__op *op, const void *in, void *out, int coun
 int aggio__op_alltoallv(struct aggio__op *op, const void *in, const int *scount,
                         const int *sdisp, void *out, const int *rcount, const int *rdisp,
                         MPI_Datatype type, int phase) {
-  MPI_Request *r = slot_or_block(op);
+  MPI_Request *r = coll_slot(op);
   MPI_Comm c = op->fh->comm;
   closing(op);
   int rc = r ? MPI_Ialltoallv(in, scount, sdisp, type, out, rcount, rdisp, type, c, r)
@@ -150,7 +153,7 @@ int aggio__op_alltoallv(struct aggio__op *op, const void *in, const int *scount,
 
 int aggio__op_gather(struct aggio__op *op, const void *in, void *out, int count,
                      MPI_Datatype type, int root, MPI_Comm comm, int phase) {
-  MPI_Request *r = slot_or_block(op);
+  MPI_Request *r = coll_slot(op);
   closing(op);
   int rc = r ? MPI_Igather(in, count, type, out, count, type, root, comm, r)
              : MPI_Gather(in, count, type, out, count, type, root, comm);
@@ -159,7 +162,7 @@ int aggio__op_gather(struct aggio__op *op, const void *in, void *out, int count,
 
 int aggio__op_allgather(struct aggio__op *op, const void *in, void *out, int count,
                         MPI_Datatype type, MPI_Comm comm, int phase) {
-  MPI_Request *r = slot_or_block(op);
+  MPI_Request *r = coll_slot(op);
   closing(op);
   int rc = r ? MPI_Iallgather(in, count, type, out, count, type, comm, r)
              : MPI_Allgather(in, count, type, out, count, type, comm);
@@ -169,7 +172,7 @@ int aggio__op_allgather(struct aggio__op *op, const void *in, void *out, int cou
 int aggio__op_allgatherv(struct aggio__op *op, const void *in, int count, void *out,
                          const int *rcount, const int *rdisp, MPI_Datatype type,
                          MPI_Comm comm, int phase) {
-  MPI_Request *r = slot_or_block(op);
+  MPI_Request *r = coll_slot(op);
   closing(op);
   int rc = r ? MPI_Iallgatherv(in, count, type, out, rcount, rdisp, type, comm, r)
              : MPI_Allgatherv(in, count, type, out, rcount, rdisp, type, comm);
@@ -177,15 +180,24 @@ int aggio__op_allgatherv(struct aggio__op *op, const void *in, int count, void *
 }
 
 int aggio__op_barrier(struct aggio__op *op, MPI_Comm comm, int phase) {
-  MPI_Request *r = slot_or_block(op);
+  MPI_Request *r = coll_slot(op);
   closing(op);
   int rc = r ? MPI_Ibarrier(comm, r) : MPI_Barrier(comm);
   return posted(op, r, rc, "MPI_Barrier", phase);
 }
 
+int aggio__op_bcast(struct aggio__op *op, void *buf, int count, MPI_Datatype type, int root,
+                    MPI_Comm comm, int phase) {
+  MPI_Request *r = coll_slot(op);
+  closing(op);
+  int rc = r ? MPI_Ibcast(buf, count, type, root, comm, r)
+             : MPI_Bcast(buf, count, type, root, comm);
+  return posted(op, r, rc, "MPI_Bcast", phase);
+}
+
 int aggio__op_await_requests(struct aggio__op *op, int phase) {
   op->wait_phase = phase;
-  return op->nreq > 0 ? AGGIO_STEP_PENDING : AGGIO_STEP_NEXT;
+  return op->nreq > 0 || op->creq != MPI_REQUEST_NULL ? AGGIO_STEP_PENDING : AGGIO_STEP_NEXT;
 }
 
 int aggio__op_await(struct aggio__op *op, int (*test)(struct aggio__op *),
@@ -201,10 +213,15 @@ int aggio__op_await(struct aggio__op *op, int (*test)(struct aggio__op *),
 /* ---- what a pending step waits for --------------------------------------------- */
 
 static int mpi_ready(struct aggio__op *op) {
-  int flag = 1;
+  int flag = 1, cflag = 1;
+  if (op->creq != MPI_REQUEST_NULL && MPI_Test(&op->creq, &cflag, &op->cstat) != MPI_SUCCESS) {
+    aggio__op_note(op, AGGIO_ERR_MPI, "MPI_Test");
+    op->creq = MPI_REQUEST_NULL;
+    cflag = 1;
+  }
   if (op->nreq > 0 && MPI_Testall(op->nreq, op->req, &flag, op->stat) != MPI_SUCCESS)
     aggio__op_note(op, AGGIO_ERR_MPI, "MPI_Testall");
-  return flag;
+  return flag && cflag;
 }
 
 static void collect_batch(struct aggio__op *op) {
@@ -213,10 +230,8 @@ static void collect_batch(struct aggio__op *op) {
   op->batch.err.code = 0;
 }
 
-/* 1 when what the pending step posted has completed; the waits are then
- * cleared for the next step. */
-static int ready(struct aggio__op *op) {
-  if (op->nreq > 0 && !mpi_ready(op))
+int aggio__op_ready(struct aggio__op *op) {
+  if ((op->nreq > 0 || op->creq != MPI_REQUEST_NULL) && !mpi_ready(op))
     return 0;
   op->nreq = 0;
   if (!aggio__batch_done(op->fh->pool, &op->batch)) /* under the pool's lock */
@@ -229,7 +244,11 @@ static int ready(struct aggio__op *op) {
   return 1;
 }
 
-static void block_pending(struct aggio__op *op) {
+void aggio__op_block(struct aggio__op *op) {
+  if (op->creq != MPI_REQUEST_NULL && MPI_Wait(&op->creq, &op->cstat) != MPI_SUCCESS) {
+    aggio__op_note(op, AGGIO_ERR_MPI, "MPI_Wait");
+    op->creq = MPI_REQUEST_NULL;
+  }
   if (op->nreq > 0 && MPI_Waitall(op->nreq, op->req, op->stat) != MPI_SUCCESS)
     aggio__op_note(op, AGGIO_ERR_MPI, "MPI_Waitall");
   op->nreq = 0;
@@ -253,11 +272,13 @@ static void block_pending(struct aggio__op *op) {
 static int still_pending(struct aggio__op *op) {
   if (!op->pending)
     return 0;
-  int ok = ready(op);
+  int ok = aggio__op_ready(op);
   aggio__op_account(op, op->wait_phase);
   op->pending = !ok;
   return op->pending;
 }
+
+static void setup_failed(struct aggio__op *op);
 
 int aggio__op_progress(struct aggio__op *op) {
   if (still_pending(op))
@@ -266,6 +287,7 @@ int aggio__op_progress(struct aggio__op *op) {
     aggio__step_fn step = op->next;
     op->step_phase = op->wait_phase = op->phase;
     op->nsteps++;
+    aggio__perturb(op->fh);
     int rc = step(op);
     aggio__op_account(op, op->step_phase);
     if (rc == AGGIO_STEP_PENDING) {
@@ -274,12 +296,21 @@ int aggio__op_progress(struct aggio__op *op) {
         return 0;
     }
   }
+  if (op->setting_up) /* the set-up's agreement failed, on every rank */
+    setup_failed(op);
   return 1;
 }
 
+/* Blocks in MPI only where no peer can need this process meanwhile: in a
+ * blocking operation once it has entered.  Otherwise (its entry, or a
+ * non-blocking operation) the process's other operations progress while
+ * it waits (request.c). */
 void aggio__op_wait(struct aggio__op *op) {
   while (!aggio__op_progress(op)) {
-    block_pending(op);
+    if (op->blocking && op->entered)
+      aggio__op_block(op);
+    else
+      aggio__requests_await(op);
     op->pending = 0;
   }
 }
@@ -307,6 +338,7 @@ static int step_independent(struct aggio__op *op);
 
 void aggio__op_init(struct aggio__op *op, aggio_file fh, int collective, int blocking) {
   op->fh = fh;
+  op->creq = MPI_REQUEST_NULL;
   op->t_mark = fh->stats ? aggio__now() : 0.0;
   op->collective = collective;
   op->blocking = blocking;
@@ -317,25 +349,72 @@ void aggio__op_init(struct aggio__op *op, aggio_file fh, int collective, int blo
     aggio__then(op, step_independent, AGGIO_P_WRITE);
 }
 
-/* Strategies that keep data between calls say what they hold, and report
- * a deferred failure (an earlier write-behind that failed) as this rank's
- * error, so that the agreement below spreads it. */
-static void contributions(aggio_file fh, struct aggio__call_summary *mine,
-                          struct aggio__err *e) {
+/* Strategies that keep data between calls say what they hold, and give a
+ * deferred failure (an earlier write-behind that failed) as this rank's
+ * error, so that the agreement below spreads it.  It counts as reported
+ * only once an agreement chose it (deferred_agreed): when this rank has an
+ * error of its own, or another rank's error wins, it stays for the next
+ * call. */
+static void contributions(struct aggio__op *op, struct aggio__call_summary *mine) {
+  aggio_file fh = op->fh;
+  struct aggio__err held = {0};
   for (int i = 0; i < AGGIO_NSTRATEGIES; i++) {
     const struct aggio__strategy_ops *s = aggio__strategy_at(i);
     if (s && s->contribute && (fh->strategy_ready & (1u << i)))
-      s->contribute(fh, fh->strategy_state[i], mine, e);
+      s->contribute(fh, fh->strategy_state[i], mine, op->err.code ? NULL : &held);
   }
+  aggio__op_deferred(op, &held);
+}
+
+void aggio__op_deferred(struct aggio__op *op, const struct aggio__err *held) {
+  if (held->code == 0 || op->err.code != 0)
+    return;
+  op->err = *held;
+  op->deferred_enc = aggio__err_encode(held->code, op->fh->rank);
+}
+
+void aggio__deferred_agreed(aggio_file fh, int64_t mine, int64_t agreed) {
+  if (mine == 0 || mine != agreed || fh->finalizing) /* at finalize nobody hears it */
+    return;
+  for (int i = 0; i < AGGIO_NSTRATEGIES; i++) {
+    const struct aggio__strategy_ops *s = aggio__strategy_at(i);
+    if (s && s->reported && (fh->strategy_ready & (1u << i)))
+      s->reported(fh, fh->strategy_state[i]);
+  }
+}
+
+/* Applies an agreed encoded error (a reduction's result) to op->err: 1
+ * when some rank failed.  A deferred failure this rank gave is reported
+ * if the agreement chose it. */
+static int failed(struct aggio__op *op, int64_t agreed) {
+  aggio__deferred_agreed(op->fh, op->deferred_enc, agreed);
+  op->deferred_enc = 0;
+  op->err_root = aggio__err_rank(agreed);
+  return aggio__err_decode(agreed, op->fh->rank, &op->err) != 0;
+}
+
+static int step_message_in(struct aggio__op *op) {
+  aggio__err_take_message(op->fh->rank, op->err_root, op->msg_in, &op->err);
+  return aggio__then(op, NULL, AGGIO_P_AGREE);
+}
+
+/* The operation failed (agreed on every rank): the failing rank's message
+ * reaches every rank, so that each returns the same text ("rank 3:
+ * pwrite(...): No space left on device"), then the operation ends. */
+static int share_message(struct aggio__op *op) {
+  if (op->err_root < 0) /* MPI itself failed: nothing to share */
+    return aggio__then(op, NULL, AGGIO_P_AGREE);
+  if (op->fh->rank == op->err_root)
+    memcpy(op->msg_in, op->err.msg, sizeof op->msg_in);
+  aggio__then(op, step_message_in, AGGIO_P_AGREE);
+  return aggio__op_bcast(op, op->msg_in, (int)sizeof op->msg_in, MPI_CHAR, op->err_root,
+                         op->fh->comm, AGGIO_P_AGREE);
 }
 
 int aggio__step_summarize(struct aggio__op *op) {
   aggio_file fh = op->fh;
-  struct aggio__err held = {0};
   struct aggio__call_summary c = {.held_lo = INT64_MAX};
-  contributions(fh, &c, &held);
-  if (held.code != 0 && op->err.code == 0)
-    op->err = held;
+  contributions(op, &c);
   aggio__summary_mine(&op->mine, &op->acc.file, op->acc.nbytes,
                       aggio__err_encode(op->err.code, fh->rank),
                       c.flags | (fh->opened ? 0 : AGGIO_SF_NOT_OPENED) |
@@ -351,29 +430,37 @@ int aggio__step_summarize(struct aggio__op *op) {
                              fh->summary_op, fh->comm, AGGIO_P_AGREE);
 }
 
-/* The outcome of a reduction of encoded errors (the summary's, or the
- * final agreement's): 1 when some rank failed. */
-static int failed(struct aggio__op *op, int64_t agreed) {
-  return aggio__err_decode(agreed, &op->err) != 0;
-}
-
+/* The strategy, from the agreed summary.  In atomic mode none may keep
+ * data between calls (MPI's atomic semantics need every access in the file
+ * when it returns): an explicit write_behind runs as two-phase, saying so. */
 static const struct aggio__strategy_ops *choose(struct aggio__op *op) {
   aggio_file fh = op->fh;
   const struct aggio__strategy_ops *s = fh->strategy;
   char why[160] = "";
   if (s->choose)
     s = s->choose(fh, op, why, sizeof why);
+  if (fh->atomic && s->flush) {
+    snprintf(why, sizeof why, "atomic mode: %s keeps data between calls; two_phase", s->name);
+    s = &aggio__strategy_two_phase;
+  }
   fh->strategy_used = s->name;
   if (fh->stats && why[0])
     snprintf(fh->stats->auto_choice, sizeof fh->stats->auto_choice, "%s: %s", s->name, why);
   return s;
 }
 
+/* After the summary every rank is in this operation: a blocking one may
+ * block in MPI from here on (engine.h).  Every rank then goes on with the
+ * agreed error, whatever its own was. */
 static int step_decide(struct aggio__op *op) {
-  if (op->err.code == 0 && failed(op, op->sum.err))
-    return aggio__then(op, NULL, AGGIO_P_AGREE); /* bad arguments: nothing moves */
-  if (op->err.code != 0) /* an MPI failure of the reduction itself */
+  op->entered = 1;
+  /* an error noted after this rank's summary was made: the reduction failed */
+  int reduction_failed = op->err.code != 0 &&
+                         op->mine.err != aggio__err_encode(op->err.code, op->fh->rank);
+  if (reduction_failed)
     return aggio__then(op, NULL, AGGIO_P_AGREE);
+  if (failed(op, op->sum.err)) /* bad arguments: nothing moves */
+    return share_message(op);
   if (op->sum.mergeable > 1) /* every rank has later operations to merge */
     return aggio__then(op, aggio__merge_step, AGGIO_P_PLAN);
   return aggio__step_choose(op);
@@ -391,13 +478,15 @@ int aggio__step_choose(struct aggio__op *op) {
 /* Every node writes out (and forgets) what it holds, and all agree on it
  * before the new strategy touches the file. */
 static int step_flush(struct aggio__op *op) {
-  aggio__flush_local(op->fh, &op->err);
+  struct aggio__err held = {0};
+  aggio__flush_local(op->fh, &held);
+  aggio__op_deferred(op, &held);
   return aggio__op_agree_then(op, step_init, AGGIO_P_PLAN);
 }
 
 static int step_agreed(struct aggio__op *op) {
-  if (op->err.code == 0)
-    failed(op, op->agreed[0]);
+  if (failed(op, op->agreed[0]))
+    return share_message(op);
   return aggio__then(op, op->err.code ? NULL : op->agreed_next, op->agreed_phase);
 }
 
@@ -410,41 +499,88 @@ int aggio__op_agree_then(struct aggio__op *op, aggio__step_fn then, int phase) {
                              op->fh->comm, AGGIO_P_AGREE);
 }
 
-/* The strategy's per-file state, made at its first operation on the file
- * (collectively: every rank chose the same strategy from the same
- * summary), and agreed on before it is used. */
-static int make_state(struct aggio__op *op) {
+/* ---- the strategy's per-file state ------------------------------------------------- */
+
+/* Made at the strategy's first operation on the file, by the strategy's
+ * own set-up steps (internal.h), and agreed on before it is used: every
+ * rank chose the same strategy from the same summary, so every rank runs
+ * the same set-up. */
+static int step_init(struct aggio__op *op) {
   aggio_file fh = op->fh;
   const struct aggio__strategy_ops *s = op->strategy;
-  unsigned bit = 1u << s->id;
-  if (!s->init || (fh->strategy_ready & bit))
-    return 0;
-  s->init(fh, &fh->strategy_state[s->id], &op->err);
-  fh->strategy_ready |= bit;
-  if (aggio__agree(fh->comm, &op->err) != 0) {
-    if (s->fini)
-      s->fini(fh, fh->strategy_state[s->id]);
-    fh->strategy_state[s->id] = NULL;
-    fh->strategy_ready &= ~bit;
-    fh->strategy_refused |= bit;
+  if (s->setup && !(fh->strategy_ready & (1u << s->id))) {
+    op->setting_up = s;
+    return aggio__then(op, s->setup, AGGIO_P_PLAN);
   }
-  return op->err.code;
+  aggio__then(op, NULL, AGGIO_P_PLAN);
+  return s->start(op);
 }
 
-static int step_init(struct aggio__op *op) {
-  if (make_state(op) != 0)
-    return aggio__then(op, NULL, AGGIO_P_AGREE);
+static int step_set_up(struct aggio__op *op) {
+  aggio_file fh = op->fh;
+  const struct aggio__strategy_ops *s = op->setting_up;
+  op->setting_up = NULL;
+  fh->strategy_ready |= 1u << s->id;
+  fh->strategy_refused &= ~(1u << s->id);
   aggio__then(op, NULL, AGGIO_P_PLAN);
-  return op->strategy->start(op);
+  return op->strategy ? s->start(op) : AGGIO_STEP_NEXT;
 }
+
+int aggio__strategy_prepare(aggio_file fh, const struct aggio__strategy_ops *s,
+                            struct aggio__err *e) {
+  if (!s->setup || (fh->strategy_ready & (1u << s->id)))
+    return 0;
+  struct aggio__op op;
+  struct aggio__stats *stats = fh->stats;
+  fh->stats = NULL; /* its time is the calling call's, counted there */
+  memset(&op, 0, sizeof op);
+  aggio__op_init(&op, fh, 1, 1);
+  op.entered = 1; /* the calling blocking call has entered on every rank */
+  op.setting_up = s;
+  aggio__then(&op, s->setup, AGGIO_P_OPEN);
+  aggio__op_wait(&op);
+  aggio__op_free(&op);
+  fh->stats = stats;
+  if (op.err.code != 0)
+    *e = op.err;
+  return op.err.code;
+}
+
+void aggio__strategies_prepare(aggio_file fh) {
+  for (int i = 0; i < AGGIO_NSTRATEGIES; i++) {
+    const struct aggio__strategy_ops *s = aggio__strategy_at(i);
+    if (!s || !s->setup_blocks || !s->setup_blocks(fh) ||
+        (fh->strategy != s && fh->strategy != &aggio__strategy_auto))
+      continue;
+    struct aggio__err e = {0};
+    aggio__strategy_prepare(fh, s, &e); /* a failure leaves it unmade: auto avoids it */
+  }
+}
+
+int aggio__setup_done(struct aggio__op *op) {
+  return aggio__op_agree_then(op, step_set_up, AGGIO_P_PLAN);
+}
+
+/* Some rank's set-up failed (the agreement said so on every rank): every
+ * rank frees what it made, and auto avoids the strategy from now on. */
+static void setup_failed(struct aggio__op *op) {
+  aggio_file fh = op->fh;
+  const struct aggio__strategy_ops *s = op->setting_up;
+  op->setting_up = NULL;
+  if (s->fini)
+    s->fini(fh, fh->strategy_state[s->id]);
+  fh->strategy_state[s->id] = NULL;
+  fh->strategy_ready &= ~(1u << s->id);
+  fh->strategy_refused |= 1u << s->id;
+}
+
+/* ---- the outcome --------------------------------------------------------------------- */
 
 static int step_outcome(struct aggio__op *op) {
-  if (op->err.code == 0)
-    failed(op, op->agreed[0]);
-  else
-    op->err.code = aggio__err_decode(op->agreed[0], &op->err);
   if (op->agreed[1] < op->eof)
     op->eof = op->agreed[1];
+  if (failed(op, op->agreed[0]))
+    return share_message(op);
   return aggio__then(op, NULL, AGGIO_P_AGREE);
 }
 
@@ -505,8 +641,31 @@ int aggio__flush_local(aggio_file fh, struct aggio__err *e) {
 }
 
 int aggio__flush_all(aggio_file fh, struct aggio__err *e) {
+  int had = e->code != 0;
   aggio__flush_local(fh, e);
-  return aggio__agree(fh->comm, e);
+  /* what the flush gave is a deferred failure: reported if chosen */
+  int64_t mine = !had && e->code ? aggio__err_encode(e->code, fh->rank) : 0;
+  aggio__deferred_agreed(fh, mine, aggio__agree_encoded(fh->comm, e));
+  fh->coll_end = 0; /* every node's held data is in the file now */
+  return e->code;
+}
+
+int64_t aggio__report_unwritten(aggio_file fh, FILE *out) {
+  int64_t total = 0;
+  for (int i = 0; i < AGGIO_NSTRATEGIES; i++) {
+    const struct aggio__strategy_ops *s = aggio__strategy_at(i);
+    if (!s || !s->unwritten || !(fh->strategy_ready & (1u << i)))
+      continue;
+    char msg[AGGIO_ERRMSG_LEN];
+    int speaker = 0;
+    int64_t n = s->unwritten(fh, fh->strategy_state[i], msg, sizeof msg, &speaker);
+    if (n > 0 && speaker)
+      fprintf(out, "aggio: %s: %lld bytes of collective writes that had returned success "
+              "could not be written to the file, which is incomplete: %s\n", fh->path,
+              (long long)n, msg);
+    total += n;
+  }
+  return total;
 }
 
 struct aggio__pool *aggio__file_pool(aggio_file fh) {

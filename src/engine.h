@@ -14,8 +14,11 @@
  *   strategy    the strategy's own steps: plan, exchange, file I/O
  *   agree       the outcome (and end of file for reads), on every rank;
  *               write-behind returns earlier and reports later
- * A blocking call is "start, then wait": the same steps, with collectives
- * that block instead of being posted (they are faster when blocking).
+ * A blocking call is "start, then wait": the same steps; its first
+ * collective (the summary, the call's "entry") is posted and waited for
+ * while the process's other operations progress, and once every rank is
+ * known to be in the call the rest block in MPI (faster than posted ones).
+ * docs/engine.md, "Liveness", says why this order of things cannot hang.
  *
  * A step returns AGGIO_STEP_NEXT to run op->next at once, or
  * AGGIO_STEP_PENDING when op->next must wait for what the step posted:
@@ -26,6 +29,8 @@
  */
 #ifndef AGGIO_ENGINE_H
 #define AGGIO_ENGINE_H
+
+#include <stdio.h>
 
 #include "internal.h"
 #include "pool.h"
@@ -61,12 +66,16 @@ struct aggio__merge {
 struct aggio__merge *aggio__merge_new(struct aggio__op **ops, int n);
 void aggio__merge_free(struct aggio__merge *g);
 
+struct aggio__shm;
+
 struct aggio__op {
   aggio_file fh;
   struct aggio__access acc;     /* this rank's ranges and data stream */
   struct aggio__err err;        /* this rank's error, then the agreed one */
   int collective;
-  int blocking;                 /* collectives may block (a blocking call) */
+  int blocking;                 /* a blocking call: collectives block once entered */
+  int entered;                  /* the summary completed: every rank is in this call */
+  int queued;                   /* a request on the process's list (request.c) */
   const struct aggio__strategy_ops *strategy; /* the strategy running it */
   void *sdata;                  /* the strategy's state for this operation */
   void (*sdata_free)(struct aggio__op *op); /* frees sdata at completion */
@@ -83,9 +92,11 @@ struct aggio__op {
   MPI_Request *req;
   MPI_Status *stat;             /* req_cap entries (MPICH's headers warn on
                                  * MPI_STATUSES_IGNORE) */
-  MPI_Request req_inline;       /* the first slot, which never fails: a */
-  MPI_Status stat_inline;       /* posted collective always gets one */
+  MPI_Request req_inline;       /* the first slot, which never fails */
+  MPI_Status stat_inline;
   int nreq, req_cap;
+  MPI_Request creq;             /* the posted collective of the step (a step */
+  MPI_Status cstat;             /* posts at most one): its slot never fails */
   struct aggio__batch batch;    /* I/O jobs of this operation (pool.h) */
   int (*test)(struct aggio__op *op);  /* strategy condition: 1 when ready */
   void (*block)(struct aggio__op *op); /* waits until test would be 1 */
@@ -97,6 +108,14 @@ struct aggio__op {
   int agreed_phase;
   int64_t eof;                  /* reads: smallest end of file a short read saw */
   double t_phase;               /* start of the step or wait being timed */
+
+  /* the strategy's per-file state being made (aggio__setup_done) */
+  const struct aggio__strategy_ops *setting_up;
+  struct aggio__shm *shm;       /* node-shared memory being made (shm.h) */
+  int64_t deferred_enc;         /* this rank's summary error is a deferred
+                                 * failure (encoded), or 0 */
+  int err_root;                 /* the rank whose failure was agreed, or -1 */
+  char msg_in[AGGIO_ERRMSG_LEN]; /* its message, sent to every rank */
 };
 
 /* Timers: counts the time since the last count to `phase` (the calls'
@@ -113,6 +132,14 @@ void aggio__op_init(struct aggio__op *op, aggio_file fh, int collective, int blo
 int aggio__op_progress(struct aggio__op *op);
 /* Runs the operation to completion, blocking where it must. */
 void aggio__op_wait(struct aggio__op *op);
+/* 1 when what the pending step waits for has completed (the waits are
+ * then cleared); aggio__op_block waits for it, in MPI where it must. */
+int aggio__op_ready(struct aggio__op *op);
+void aggio__op_block(struct aggio__op *op);
+/* Waits for op's pending step while the process's other outstanding
+ * operations progress (request.c): op's entry into a blocking call, and
+ * every wait of a non-blocking operation. */
+void aggio__requests_await(struct aggio__op *op);
 /* Frees what the operation holds (not acc: io.c owns it). */
 void aggio__op_free(struct aggio__op *op);
 
@@ -134,6 +161,24 @@ int aggio__step_summarize(struct aggio__op *op);
 /* After the summary: the strategy, then a flush of data other strategies
  * hold, then its state, then its steps. */
 int aggio__step_choose(struct aggio__op *op);
+
+/* Makes s's per-file state now, inside a blocking collective call that
+ * every rank has entered (open, set_info): for state MPI makes only with
+ * blocking collectives (an RMA window), so that non-blocking operations
+ * find it made.  Returns 0, or the agreed error (then the state is not
+ * made, and auto avoids s). */
+int aggio__strategy_prepare(aggio_file fh, const struct aggio__strategy_ops *s,
+                            struct aggio__err *e);
+
+/* At open and when hints change (blocking calls every rank has entered):
+ * prepares every strategy the file may run whose set-up blocks with these
+ * hints (setup_blocks). */
+void aggio__strategies_prepare(aggio_file fh);
+
+/* The last step of a strategy's setup (struct aggio__strategy_ops): the
+ * ranks agree on the outcome; the state is then ready on every rank, or
+ * freed on every rank (fini) and the operation fails. */
+int aggio__setup_done(struct aggio__op *op);
 
 /* This rank's part of the summary when it offers operations to merge: the
  * count offered, and the ranges and bytes of all of them together (when
@@ -185,6 +230,8 @@ int aggio__op_allgatherv(struct aggio__op *op, const void *in, int count, void *
                          const int *rcount, const int *rdisp, MPI_Datatype type,
                          MPI_Comm comm, int phase);
 int aggio__op_barrier(struct aggio__op *op, MPI_Comm comm, int phase);
+int aggio__op_bcast(struct aggio__op *op, void *buf, int count, MPI_Datatype type, int root,
+                    MPI_Comm comm, int phase);
 /* Waits (pending) for the requests already posted with aggio__op_request. */
 int aggio__op_await_requests(struct aggio__op *op, int phase);
 /* Waits (pending) until test(op) holds; block(op) waits for it. */
@@ -194,6 +241,14 @@ int aggio__op_await(struct aggio__op *op, int (*test)(struct aggio__op *),
 /* The reference data path (strategy_independent.c): every rank reads or
  * writes its own ranges; the step of independent calls too. */
 int aggio__independent_io(struct aggio__op *op);
+
+/* A deferred failure a strategy reports (write-behind's, held.code != 0)
+ * becomes this rank's error unless it has one; the agreement that follows
+ * then tells whether it was reported (aggio__deferred_agreed). */
+void aggio__op_deferred(struct aggio__op *op, const struct aggio__err *held);
+/* After an agreement: `mine`, the encoded deferred failure this rank gave
+ * (0: none), was the one chosen: the strategies mark it reported. */
+void aggio__deferred_agreed(aggio_file fh, int64_t mine, int64_t agreed);
 
 /* Records a failure of the local side of a step; the steps keep running so
  * that no peer waits, and the outcome agreement spreads it. */
@@ -214,5 +269,11 @@ int aggio__flush_local(aggio_file fh, struct aggio__err *e);
 
 /* Collective: the flush above followed by the agreement. */
 int aggio__flush_all(aggio_file fh, struct aggio__err *e);
+
+/* What the strategies could not write of what they acknowledged and no
+ * call has reported (write-behind's failed blocks), said on `out` by the
+ * rank that speaks for its node: at MPI_Finalize and before MPI_Abort,
+ * where no call is left to report it.  Returns this node's bytes. */
+int64_t aggio__report_unwritten(aggio_file fh, FILE *out);
 
 #endif

@@ -72,39 +72,78 @@ int aggio__errno_code(int err) {
   }
 }
 
-int aggio__agree(MPI_Comm comm, struct aggio__err *e) {
-  int rank;
-  MPI_Comm_rank(comm, &rank);
-  struct {
-    int code;
-    int rank;
-  } mine = {e->code, rank}, low;
-  /* MINLOC: error codes are negative, so the most negative code wins and
-   * ties go to the lowest rank; 0 survives only if every rank succeeded. */
-  if (MPI_Allreduce(&mine, &low, 1, MPI_2INT, MPI_MINLOC, comm) != MPI_SUCCESS)
-    return aggio__fail(e, AGGIO_ERR_MPI, "rank %d: MPI_Allreduce failed while "
-                       "agreeing on the outcome", rank);
-  if (low.code != 0 && e->code == 0) {
-    e->code = low.code;
-    snprintf(e->msg, sizeof e->msg, "rank %d failed: %s", low.rank,
-             aggio_strerror(low.code));
-  }
-  return e->code;
-}
-
 int64_t aggio__err_encode(int code, int rank) {
   return code == 0 ? 0 : (int64_t)code * ((int64_t)1 << 32) + rank;
 }
 
-int aggio__err_decode(int64_t agreed, struct aggio__err *e) {
-  if (agreed == 0 || e->code != 0)
+/* The agreed outcome replaces this rank's own error, so that every rank
+ * returns the same code (and, once the failing rank's message arrives,
+ * aggio__err_take_message, the same text). */
+int aggio__err_decode(int64_t agreed, int me, struct aggio__err *e) {
+  if (agreed == 0)
     return e->code;
+  int mine = e->code;
+  if (mine != 0 && agreed == aggio__err_encode(mine, me))
+    return mine; /* this rank's own failure won: its message says it all */
   /* The low half is the rank; the high half (rounded towards minus
    * infinity) is the code. */
   int64_t code = agreed >> 32;
   int rank = (int)(agreed - code * ((int64_t)1 << 32));
   e->code = (int)code;
   snprintf(e->msg, sizeof e->msg, "rank %d failed: %s", rank, aggio_strerror(e->code));
+  return e->code;
+}
+
+int aggio__allreduce_progress(const void *in, void *out, int count, MPI_Datatype type,
+                              MPI_Op op, MPI_Comm comm) {
+  MPI_Request r;
+  int rc = MPI_Iallreduce(in, out, count, type, op, comm, &r);
+  return rc == MPI_SUCCESS ? aggio__wait_progress(&r) : rc;
+}
+
+int aggio__err_rank(int64_t agreed) {
+  if (agreed == 0)
+    return -1;
+  int64_t code = agreed >> 32;
+  return (int)(agreed - code * ((int64_t)1 << 32));
+}
+
+void aggio__err_take_message(int me, int root, const char *msg, struct aggio__err *e) {
+  if (me == root || root < 0)
+    return;
+  size_t m = strnlen(msg, sizeof e->msg - 1);
+  memcpy(e->msg, msg, m);
+  e->msg[m] = '\0';
+}
+
+int64_t aggio__agree_encoded(MPI_Comm comm, struct aggio__err *e) {
+  int rank;
+  MPI_Comm_rank(comm, &rank);
+  int64_t mine = aggio__err_encode(e->code, rank), low = 0;
+  /* MIN: error codes are negative, so the most negative code wins and
+   * ties go to the lowest rank; 0 survives only if every rank succeeded.
+   * Posted and waited for while the process's non-blocking operations
+   * progress: this is the first collective of most blocking calls, their
+   * entry (docs/engine.md, "Liveness"). */
+  int rc = aggio__allreduce_progress(&mine, &low, 1, MPI_INT64_T, MPI_MIN, comm);
+  if (rc != MPI_SUCCESS) {
+    aggio__fail(e, AGGIO_ERR_MPI, "rank %d: MPI_Allreduce failed while agreeing on the "
+                "outcome", rank);
+    return aggio__err_encode(e->code, rank);
+  }
+  aggio__err_decode(low, rank, e);
+  int root = aggio__err_rank(low);
+  if (root >= 0) { /* every rank is in this call now: the message may block */
+    char msg[AGGIO_ERRMSG_LEN];
+    memcpy(msg, e->msg, sizeof msg);
+    if (MPI_Bcast(msg, (int)sizeof msg, MPI_CHAR, root, comm) == MPI_SUCCESS)
+      aggio__err_take_message(rank, root, msg, e);
+  }
+  return low;
+}
+
+int aggio__agree(MPI_Comm comm, struct aggio__err *e) {
+  aggio__agree_encoded(comm, e);
   return e->code;
 }
 

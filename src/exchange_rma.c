@@ -67,10 +67,16 @@ static int local_refusal(aggio_file fh, struct tp_file *f, int allocated) {
   return flag && *model != MPI_WIN_UNIFIED ? RMA_SEPARATE : RMA_OK;
 }
 
-/* Collective over fh->comm: aggregators expose a header page and two
- * buffers, the other ranks nothing.  The ranks agree (MAXLOC of the
- * refusal) before using it, so that all of them fall back together. */
-static int rma_open(aggio_file fh, struct tp_file *f, char *why, size_t whylen) {
+/* Set-up, in a blocking operation only (two_phase.h: MPI makes windows in
+ * blocking form only, and every rank of the file is in this call):
+ * aggregators expose a header page and two buffers, the other ranks
+ * nothing.  The ranks agree (MAXLOC of the refusal) before using it, so
+ * that all of them fall back together; a window is freed only when every
+ * rank holds one (MPI_Win_free is collective: a rank without one would
+ * leave the others waiting), else it stays until MPI_Finalize. */
+static int rma_setup(struct aggio__op *op) {
+  aggio_file fh = op->fh;
+  struct tp_file *f = aggio__tp_file(fh);
   MPI_Info info;
   MPI_Info_create(&info);
   MPI_Info_set(info, "same_disp_unit", "true");
@@ -83,23 +89,26 @@ static int rma_open(aggio_file fh, struct tp_file *f, char *why, size_t whylen) 
   else
     MPI_Win_set_errhandler(f->rma_win, MPI_ERRORS_RETURN);
   int mine[2] = {local_refusal(fh, f, ok), fh->rank}, all[2] = {RMA_REFUSED, 0};
-  if (MPI_Allreduce(mine, all, 1, MPI_2INT, MPI_MAXLOC, fh->comm) != MPI_SUCCESS)
+  int held = ok, all_held = 0;
+  if (MPI_Allreduce(mine, all, 1, MPI_2INT, MPI_MAXLOC, fh->comm) != MPI_SUCCESS ||
+      MPI_Allreduce(&held, &all_held, 1, MPI_INT, MPI_MIN, fh->comm) != MPI_SUCCESS)
     all[0] = RMA_REFUSED;
   if (all[0] != RMA_OK) {
-    if (f->rma_win != MPI_WIN_NULL) /* made everywhere unless MPI itself failed */
+    if (all_held)
       MPI_Win_free(&f->rma_win);
     f->rma_win = MPI_WIN_NULL;
-    snprintf(why, whylen, "aggio_exchange=rma: %s on rank %d; two_sided",
+    f->refused = 1;
+    snprintf(f->why, sizeof f->why, "aggio_exchange=rma: %s on rank %d; two_sided",
              all[0] == RMA_SEPARATE ? "the RMA window has the separate memory model"
                                     : "the RMA window could not be made",
              all[1]);
-    return 0;
+    return aggio__then(op, aggio__tp_exchange_ready, AGGIO_P_PLAN);
   }
   MPI_Win_lock_all(MPI_MODE_NOCHECK, f->rma_win);
   f->rma_base = base;
   if (fh->my_aggr_index >= 0)
     f->own = tp_page_align(base, f->align);
-  return 1;
+  return aggio__then(op, aggio__tp_exchange_ready, AGGIO_P_PLAN);
 }
 
 static void rma_close(aggio_file fh, struct tp_file *f) {
@@ -299,7 +308,7 @@ static int rma_moved(struct aggio__op *op) {
 
 const struct aggio__exchange_ops aggio__exchange_rma = {
     .name = "rma",
-    .open = rma_open,
+    .setup = rma_setup,
     .close = rma_close,
     .round = rma_round,
 };

@@ -14,83 +14,59 @@
 
 #define TP_TAG 0x2a61
 
-/* ---- per file: the node's shared window -------------------------------------------- */
+/* ---- per file: the node's shared memory ---------------------------------------------- */
 
-/* Maps every same-node aggregator's window part. */
-static int map_peers(aggio_file fh, struct tp_file *f) {
-  MPI_Group world, node;
-  f->peer = calloc((size_t)fh->naggr, sizeof *f->peer);
-  int *node_rank = malloc((size_t)fh->naggr * sizeof *node_rank);
-  if (!f->peer || !node_rank) {
-    free(node_rank);
-    return AGGIO_ERR_NOMEM;
-  }
-  MPI_Comm_group(fh->comm, &world);
-  MPI_Comm_group(fh->node_comm, &node);
-  MPI_Group_translate_ranks(world, fh->naggr, fh->aggr, node, node_rank);
-  for (int i = 0; i < fh->naggr; i++) {
-    MPI_Aint size;
-    int disp;
-    char *base = NULL;
-    if (node_rank[i] == MPI_UNDEFINED)
+/* Each same-node aggregator's part of the node memory, in aggregator
+ * order, each a whole number of pages: the same layout on every rank of
+ * the node, from what every rank knows (fh->aggr, the hints). */
+static size_t part_bytes(const struct tp_file *f) {
+  return (size_t)aggio__round_up(tp_buffers_bytes(f), 4096);
+}
+
+static int on_my_node(aggio_file fh, int r) {
+  return fh->node_of_rank[r] == fh->node_of_rank[fh->rank];
+}
+
+static size_t node_bytes(aggio_file fh, const struct tp_file *f) {
+  size_t n = 0;
+  for (int i = 0; i < fh->naggr; i++)
+    n += on_my_node(fh, fh->aggr[i]) ? part_bytes(f) : 0;
+  return n;
+}
+
+static int mapped(struct aggio__op *op);
+
+/* Set-up: the node's aggregator buffers in node memory made without
+ * blocking (shm.h); with aggio_node_shm=disable, or a node without an
+ * aggregator, none (messages only). */
+static int ts_setup(struct aggio__op *op) {
+  aggio_file fh = op->fh;
+  struct tp_file *f = aggio__tp_file(fh);
+  if (fh->hints.node_shm.num == AGGIO_DISABLE || node_bytes(fh, f) == 0)
+    return aggio__then(op, aggio__tp_exchange_ready, AGGIO_P_PLAN);
+  return aggio__shm_make(op, &f->shm, fh->node_comm, node_bytes(fh, f), mapped, AGGIO_P_PLAN);
+}
+
+/* Every rank of the node mapped it, or none keeps it (refused node
+ * memory: messages, and private buffers). */
+static int mapped(struct aggio__op *op) {
+  aggio_file fh = op->fh;
+  struct tp_file *f = aggio__tp_file(fh);
+  size_t at = 0;
+  for (int i = 0; f->shm.base && i < fh->naggr; i++) {
+    if (!on_my_node(fh, fh->aggr[i]))
       continue;
-    MPI_Win_shared_query(f->win, node_rank[i], &size, &disp, &base);
-    f->peer[i] = size > 0 ? tp_page_align(base, f->align) : NULL;
+    f->peer[i] = tp_page_align(f->shm.base + at, f->align);
+    at += part_bytes(f);
   }
-  MPI_Group_free(&world);
-  MPI_Group_free(&node);
-  free(node_rank);
-  return 0;
-}
-
-/* Collective over the node: each aggregator allocates its header and two
- * buffers in one shared window (refused windows fall back to messages). */
-static void make_window(aggio_file fh, struct tp_file *f) {
-  MPI_Info info;
-  MPI_Info_create(&info);
-  MPI_Info_set(info, "alloc_shared_noncontig", "true"); /* own pages, own NUMA domain */
-  MPI_Aint bytes = fh->my_aggr_index >= 0 ? (MPI_Aint)tp_buffers_bytes(f) : 0;
-  char *base = NULL;
-  int ok = MPI_Win_allocate_shared(bytes, 1, info, fh->node_comm, &base, &f->win) ==
-           MPI_SUCCESS;
-  MPI_Info_free(&info);
-  if (!ok)
-    f->win = MPI_WIN_NULL;
-  int all_ok = 0;
-  MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, fh->node_comm);
-  if (all_ok) {
-    MPI_Win_lock_all(MPI_MODE_NOCHECK, f->win);
-    all_ok = map_peers(fh, f) == 0;
-    MPI_Allreduce(MPI_IN_PLACE, &all_ok, 1, MPI_INT, MPI_MIN, fh->node_comm);
-  }
-  if (!all_ok && f->win != MPI_WIN_NULL) {
-    if (ok)
-      MPI_Win_unlock_all(f->win);
-    MPI_Win_free(&f->win);
-    f->win = MPI_WIN_NULL;
-  }
-  if (f->win != MPI_WIN_NULL && fh->my_aggr_index >= 0)
+  if (f->shm.base && fh->my_aggr_index >= 0)
     f->own = f->peer[fh->my_aggr_index];
-}
-
-/* Messages always work; the shared window is a refinement that a node may
- * go without (the strategy then gives aggregators private buffers). */
-static int ts_open(aggio_file fh, struct tp_file *f, char *why, size_t whylen) {
-  (void)why;
-  (void)whylen;
-  if (fh->hints.node_shm.num != AGGIO_DISABLE)
-    make_window(fh, f); /* collective on the node */
-  return 1;
+  return aggio__then(op, aggio__tp_exchange_ready, AGGIO_P_PLAN);
 }
 
 static void ts_close(aggio_file fh, struct tp_file *f) {
   (void)fh;
-  if (f->win != MPI_WIN_NULL) {
-    MPI_Win_unlock_all(f->win);
-    MPI_Win_free(&f->win);
-  }
-  free(f->peer);
-  f->peer = NULL;
+  aggio__shm_free(&f->shm);
 }
 
 /* ---- one round ------------------------------------------------------------------------ */
@@ -246,7 +222,7 @@ static int ts_received(struct aggio__op *op) {
 
 const struct aggio__exchange_ops aggio__exchange_two_sided = {
     .name = "two_sided",
-    .open = ts_open,
+    .setup = ts_setup,
     .close = ts_close,
     .round = ts_round,
 };

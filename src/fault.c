@@ -29,7 +29,7 @@ struct aggio__faults {
 };
 
 static const char *const op_names[AGGIO_FAULT_NOPS] = {
-    "open", "pwrite", "pread", "fsync", "size", "truncate", "alloc", "preallocate", "window", "rma_window"};
+    "open", "pwrite", "pread", "fsync", "size", "truncate", "alloc", "preallocate", "window", "rma_window", "shm"};
 
 static int parse_op(const char *s, size_t n) {
   for (int i = 0; i < AGGIO_FAULT_NOPS; i++)
@@ -42,7 +42,8 @@ static int parse_errno(const char *s) {
   static const struct {
     const char *name;
     int err;
-  } names[] = {{"EIO", EIO}, {"ENOSPC", ENOSPC}, {"ENOMEM", ENOMEM}, {"EACCES", EACCES}};
+  } names[] = {{"EIO", EIO},       {"ENOSPC", ENOSPC}, {"ENOMEM", ENOMEM},
+               {"EACCES", EACCES}, {"EROFS", EROFS},   {"EINVAL", EINVAL}};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
     if (strcmp(s, names[i].name) == 0)
       return names[i].err;

@@ -19,6 +19,7 @@
 #include "flatten.h"
 #include "info.h"
 #include "lustre_lock.h"
+#include "open_files.h"
 #include "placement.h"
 #include "pool.h"
 #include "request.h"
@@ -217,6 +218,10 @@ static aggio_file new_handle(MPI_Comm comm, const char *filename, int amode,
                              struct aggio__err *e) {
   aggio_file fh = calloc(1, sizeof *fh);
   if (!fh) {
+    /* the others dup the communicator below: so does this rank, in vain */
+    MPI_Comm unused;
+    if (MPI_Comm_dup(comm, &unused) == MPI_SUCCESS)
+      MPI_Comm_free(&unused);
     aggio__fail(e, AGGIO_ERR_NOMEM, "out of memory");
     return NULL;
   }
@@ -232,9 +237,11 @@ static aggio_file new_handle(MPI_Comm comm, const char *filename, int amode,
   fh->block = fh->dio_align = 4096;
   default_view(fh);
   fh->path = strdup(filename);
-  if (!fh->path || MPI_Comm_dup(comm, &fh->comm) != MPI_SUCCESS) {
-    aggio__fail(e, AGGIO_ERR_NOMEM, "out of memory or MPI_Comm_dup failed");
+  /* collective: every rank dups, whatever failed before on this rank */
+  if (MPI_Comm_dup(comm, &fh->comm) != MPI_SUCCESS)
     fh->comm = MPI_COMM_NULL;
+  if (!fh->path || fh->comm == MPI_COMM_NULL) {
+    aggio__fail(e, AGGIO_ERR_NOMEM, "out of memory or MPI_Comm_dup failed");
     return fh;
   }
   /* The library must never abort the application: MPI errors on the
@@ -272,8 +279,10 @@ static int check_open_args(MPI_Comm comm, const char *filename, int amode,
     aggio__fail(e, AGGIO_ERR_NAME, "rank %d: file name is NULL or empty", rank);
   else if (check_amode(amode, e) != 0)
     snprintf(e->msg + strlen(e->msg), sizeof e->msg - strlen(e->msg), " (rank %d)", rank);
-  int range[2] = {amode, -amode}, agreed[2];
-  MPI_Allreduce(range, agreed, 2, MPI_INT, MPI_MIN, comm);
+  int range[2] = {amode, -amode}, agreed[2] = {0, 0};
+  /* open's entry: posted, while this process's operations progress */
+  if (aggio__allreduce_progress(range, agreed, 2, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS)
+    aggio__fail(e, AGGIO_ERR_MPI, "rank %d: MPI_Allreduce failed at open", rank);
   if (e->code == 0 && agreed[0] != -agreed[1])
     aggio__fail(e, AGGIO_ERR_NOT_SAME, "rank %d: amode differs between ranks", rank);
   return aggio__agree(comm, e);
@@ -313,6 +322,7 @@ int aggio_file_open(MPI_Comm comm, const char *filename, int amode,
   fh->strategy = aggio__strategy_find(fh->hints.strategy.str);
   if (!fh->strategy)
     fh->strategy = &aggio__strategy_auto;
+  aggio__strategies_prepare(fh);
   if (amode & MPI_MODE_APPEND) { /* the pointers start at the end, on every rank */
     MPI_Offset size = 0;
     aggio__file_size(fh, &size, &e);
@@ -334,6 +344,7 @@ int aggio_file_open(MPI_Comm comm, const char *filename, int amode,
     aggio__phase_add(fh->stats, AGGIO_P_OPEN, fh->open_time);
   if (fh->trace)
     aggio__trace_record(fh->trace, AGGIO_OP_OPEN, -1, 0, 0, t0, aggio__now(), 0);
+  aggio__files_add(fh);
   *fh_out = fh;
   return AGGIO_SUCCESS;
 }
@@ -351,7 +362,10 @@ int aggio_file_close(aggio_file *fhp) {
   double t0 = aggio__now();
   aggio__requests_settle(fh); /* MPI leaves it to the user; aggio finishes them */
   aggio__requests_detach(fh);
+  aggio__files_remove(fh); /* its twins stop looking at it */
   aggio__flush_all(fh, &e);
+  if (fh->finalizing) /* nobody is left to hear of what could not be written */
+    aggio__report_unwritten(fh, stderr);
   strategies_fini(fh);
   aggio__pool_free(fh->pool);
   fh->pool = NULL;
@@ -528,8 +542,11 @@ static int apply_info(aggio_file fh, MPI_Info info, struct aggio__err *e) {
   int changed = !aggio__hints_match_equal(&fh->hints, &h);
   if (changed && aggio__flush_all(fh, e) != 0)
     return e->code;
-  if (changed)
+  if (changed) { /* a twin of the file must not look at state being freed */
+    aggio__files_lock();
     strategies_fini(fh);
+    aggio__files_unlock();
+  }
   fh->hints = h;
   if (changed)
     hints_changed(fh, e);
@@ -586,7 +603,8 @@ int aggio_file_set_view(aggio_file fh, MPI_Offset disp, MPI_Datatype etype,
    * the shared one before rank 0 has reset it */
   if (fh->rank == 0 && aggio__sfp_available(fh))
     aggio__sfp_set(fh, 0, &e);
-  aggio__agree(fh->comm, &e);
+  if (aggio__agree(fh->comm, &e) == 0)
+    aggio__strategies_prepare(fh); /* what the new hints need made blocking */
   trace_view(fh, t0);
   return aggio__finish(&e);
 }
@@ -613,7 +631,11 @@ int aggio__file_size(aggio_file fh, MPI_Offset *size, struct aggio__err *e) {
   int64_t n = 0;
   if (fh->store->size(fh, &n, e) != 0)
     return e->code;
-  /* what this rank wrote may still be in its node's cache */
+  /* what this rank wrote may still be in its node's cache, or in the
+   * cache of another handle of the file; and every rank that took part in
+   * a collective write sees at least the end it agreed on, wherever the
+   * data waits (fh->coll_end: ROMIO and OMPIO, which write through, show
+   * it, and HDF5 compares sizes across ranks) */
   for (int i = 0; i < AGGIO_NSTRATEGIES; i++) {
     const struct aggio__strategy_ops *s = aggio__strategy_at(i);
     if ((fh->strategy_ready & (1u << i)) && s->held_end) {
@@ -621,6 +643,9 @@ int aggio__file_size(aggio_file fh, MPI_Offset *size, struct aggio__err *e) {
       n = end > n ? end : n;
     }
   }
+  int64_t twins = aggio__files_twins_end(fh);
+  n = twins > n ? twins : n;
+  n = fh->coll_end > n ? fh->coll_end : n;
   *size = (MPI_Offset)n;
   return 0;
 }
@@ -638,8 +663,11 @@ int aggio_file_get_size(aggio_file fh, MPI_Offset *size) {
 
 /* Collective check that every rank passed the same value. */
 static void check_same(aggio_file fh, int64_t v, const char *what, struct aggio__err *e) {
-  int64_t range[2] = {v, -v}, agreed[2];
-  MPI_Allreduce(range, agreed, 2, MPI_INT64_T, MPI_MIN, fh->comm);
+  int64_t range[2] = {v, -v}, agreed[2] = {0, 0};
+  /* the call's entry: posted, while this process's operations progress */
+  if (aggio__allreduce_progress(range, agreed, 2, MPI_INT64_T, MPI_MIN, fh->comm) !=
+      MPI_SUCCESS)
+    aggio__fail(e, AGGIO_ERR_MPI, "rank %d: MPI_Allreduce failed", fh->rank);
   if (e->code == 0 && agreed[0] != -agreed[1])
     aggio__fail(e, AGGIO_ERR_NOT_SAME, "rank %d: %s differs between ranks", fh->rank, what);
 }
@@ -664,6 +692,7 @@ int aggio_file_set_size(aggio_file fh, MPI_Offset size) {
   /* held data reaches the file first, so that the truncation cuts it too */
   if (aggio__agree(fh->comm, &e) == 0 && aggio__flush_all(fh, &e) == 0 && fh->rank == 0)
     fh->store->truncate(fh, size, &e);
+  fh->coll_end = 0; /* the flush put every node's data in the file, then cut */
   aggio__agree(fh->comm, &e);
   if (fh->trace)
     aggio__trace_record_locked(fh, AGGIO_OP_SET_SIZE, size, 0, 0, t0, aggio__now(), 2);
@@ -736,8 +765,11 @@ int aggio_file_sync(aggio_file fh) {
   double t0 = (fh->trace || fh->stats) ? aggio__now() : 0.0;
   aggio__requests_settle(fh); /* what they wrote is synced too */
   aggio__flush_local(fh, &e);
+  /* what the flush gave is a deferred failure: reported if chosen */
+  int64_t deferred = aggio__err_encode(e.code, fh->rank);
   aggio__fsync(fh, &e);
-  aggio__agree(fh->comm, &e);
+  aggio__deferred_agreed(fh, deferred, aggio__agree_encoded(fh->comm, &e));
+  fh->coll_end = 0; /* every node's held data is in the file now */
   if (fh->trace)
     aggio__trace_record_locked(fh, AGGIO_OP_SYNC, -1, 0, 0, t0, aggio__now(), 2);
   if (fh->stats)
@@ -796,8 +828,11 @@ int aggio_file_set_info(aggio_file fh, MPI_Info info) {
     return aggio__finish(&e);
   }
   aggio__requests_settle(fh);
-  apply_info(fh, info, &e);
-  aggio__agree(fh->comm, &e);
+  /* the entry: every rank is in this call before the hints' blocking checks */
+  if (aggio__agree(fh->comm, &e) == 0)
+    apply_info(fh, info, &e);
+  if (aggio__agree(fh->comm, &e) == 0)
+    aggio__strategies_prepare(fh); /* what the new hints need made blocking */
   return aggio__finish(&e);
 }
 
@@ -816,7 +851,7 @@ int aggio_file_get_info(aggio_file fh, MPI_Info *info_used) {
   struct aggio__err e = {0};
   if (!fh || !info_used)
     aggio__fail(&e, fh ? AGGIO_ERR_ARG : AGGIO_ERR_BAD_FILE, "NULL argument");
-  else if (aggio__hints_to_info(&fh->hints, info_used) != 0)
+  else if (aggio__hints_to_info(&fh->hints, fh->naggr, info_used) != 0)
     aggio__fail(&e, AGGIO_ERR_MPI, "rank %d: MPI_Info_create failed", fh->rank);
   else
     placement_info(fh, *info_used);

@@ -59,6 +59,12 @@ void aggio__hints_defaults(struct aggio__hints *h) {
   }
 }
 
+const char *aggio__hint_effective(const struct aggio__hint_desc *d,
+                                  const struct aggio__hint_value *v) {
+  int numeric = d->kind == AGGIO_HK_INT || d->kind == AGGIO_HK_SIZE;
+  return numeric && v->ignored[0] ? d->def : v->str;
+}
+
 const char *aggio__hint_source_name(int source) {
   static const char *const names[AGGIO_HS_COUNT] = {
       "default", "ROMIO_HINTS", "AGGIO_HINTS_FILE", "MPI_Info", "MPICH_MPIIO_HINTS",

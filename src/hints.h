@@ -160,6 +160,14 @@ extern const size_t aggio__hint_count;
 
 void aggio__hints_defaults(struct aggio__hints *h);
 
+/* The canonical text of the value in effect: v's own, except for a numeric
+ * hint (integer, size) marked ignored, whose default is in effect, since
+ * aggio applies nothing of the value asked (a stripe count on a file system
+ * that does not stripe, a lock mode off Lustre).  get_info reports this, so
+ * that programs that parse numeric hints (HDF5, PnetCDF) read a number. */
+const char *aggio__hint_effective(const struct aggio__hint_desc *d,
+                                  const struct aggio__hint_value *v);
+
 /* Looks up a key (exact, case-sensitive as in ROMIO); NULL if unknown. */
 const struct aggio__hint_desc *aggio__hint_find(const char *key);
 struct aggio__hint_value *aggio__hint_slot(struct aggio__hints *h,

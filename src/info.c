@@ -318,29 +318,74 @@ static void sources_to_info(const struct aggio__hints *h, MPI_Info out) {
   }
 }
 
-int aggio__hints_to_info(const struct aggio__hints *h, MPI_Info *out) {
+/* Sets key to text, cut to what an MPI_Info value may hold; an empty
+ * text is left out (MPI_Info values must not be empty). */
+static void set_bounded(MPI_Info out, const char *key, const char *text) {
+  char v[MPI_MAX_INFO_VAL];
+  size_t n = strnlen(text, sizeof v - 1);
+  if (n == 0)
+    return;
+  memcpy(v, text, n);
+  v[n] = '\0';
+  MPI_Info_set(out, key, v);
+}
+
+/* Appends "key=asked: reason" to list (used of cap) unless it does not
+ * fit whole; "; " separates entries, so a reason's own "; " becomes ", ". */
+static int append_ignored(char *list, size_t *used, size_t cap, const char *key,
+                          const struct aggio__hint_value *v) {
+  char entry[3 * AGGIO_HINT_STRLEN];
+  int w = snprintf(entry, sizeof entry, "%s%s=%s: %s", *used ? "; " : "", key, v->str,
+                   v->ignored);
+  for (char *p = entry + (*used ? 2 : 0); (p = strstr(p, "; ")) != NULL; p++)
+    *p = ',';
+  if (w < 0 || (size_t)w >= cap - *used)
+    return -1;
+  memcpy(list + *used, entry, (size_t)w + 1);
+  *used += (size_t)w;
+  return 0;
+}
+
+/* aggio_hints_ignored: every hint aggio does not honour, with the value
+ * asked and why, in table order.  One key for all of them, because a key
+ * per hint ("aggio_ignored_cray_nocb_write_lock_mode") would pass Open
+ * MPI's 36-character key limit.  Entries that do not fit in one MPI_Info
+ * value are replaced by "..." (AGGIO_HINTS_DISPLAY=1 shows every one). */
+static void ignored_to_info(const struct aggio__hints *h, MPI_Info out) {
+  char list[MPI_MAX_INFO_VAL];
+  size_t used = 0, room = sizeof list - 6; /* keeps room for "; ..." */
+  list[0] = '\0';
+  for (size_t i = 0; i < aggio__hint_count; i++) {
+    const struct aggio__hint_desc *d = &aggio__hint_table[i];
+    const struct aggio__hint_value *v =
+        (const struct aggio__hint_value *)((const char *)h + d->offset);
+    if (v->ignored[0] && append_ignored(list, &used, room, d->key, v) != 0) {
+      snprintf(list + used, sizeof list - used, "%s...", used ? "; " : "");
+      break;
+    }
+  }
+  set_bounded(out, "aggio_hints_ignored", list);
+}
+
+int aggio__hints_to_info(const struct aggio__hints *h, int naggr, MPI_Info *out) {
   if (MPI_Info_create(out) != MPI_SUCCESS)
     return AGGIO_ERR_MPI;
   for (size_t i = 0; i < aggio__hint_count; i++) {
     const struct aggio__hint_desc *d = &aggio__hint_table[i];
     const struct aggio__hint_value *v =
         (const struct aggio__hint_value *)((const char *)h + d->offset);
-    char buf[2 * AGGIO_HINT_STRLEN + 16];
-    value_text(v, buf, sizeof buf);
-    if (buf[0] == '\0')
-      continue; /* MPI_Info values must not be empty */
-    if (strlen(buf) >= MPI_MAX_INFO_VAL)
-      buf[MPI_MAX_INFO_VAL - 1] = '\0';
-    MPI_Info_set(*out, d->key, buf);
+    set_bounded(*out, d->key, aggio__hint_effective(d, v));
   }
+  /* cb_nodes is the aggregator count in effect, as ROMIO reports it: the
+   * hint is only a cap, and its default 0 means "as cb_config_list gives" */
+  if (naggr > 0) {
+    char n[16];
+    snprintf(n, sizeof n, "%d", naggr);
+    MPI_Info_set(*out, "cb_nodes", n);
+  }
+  ignored_to_info(h, *out);
   sources_to_info(h, *out);
-  if (h->warnings[0]) {
-    char w[MPI_MAX_INFO_VAL];
-    size_t n = strnlen(h->warnings, sizeof w - 1);
-    memcpy(w, h->warnings, n); /* MPI_Info values are bounded: truncate */
-    w[n] = '\0';
-    MPI_Info_set(*out, "aggio_hint_warnings", w);
-  }
+  set_bounded(*out, "aggio_hint_warnings", h->warnings);
   return 0;
 }
 

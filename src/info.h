@@ -23,8 +23,11 @@ int aggio__hints_check_same(MPI_Comm comm, const struct aggio__hints *h, int ran
 /* 1 when every must-match hint has the same value in a and b. */
 int aggio__hints_match_equal(const struct aggio__hints *a, const struct aggio__hints *b);
 
-/* A new MPI_Info with every hint; not-honoured ones read "ignored: ...". */
-int aggio__hints_to_info(const struct aggio__hints *h, MPI_Info *out);
+/* A new MPI_Info with every hint's value in effect (numbers for numeric
+ * hints; cb_nodes is naggr, the aggregators the file uses, when positive),
+ * the hints not honoured and why under aggio_hints_ignored, the source of
+ * each hint and the warnings (docs/hints.md). */
+int aggio__hints_to_info(const struct aggio__hints *h, int naggr, MPI_Info *out);
 
 void aggio__hints_display(const struct aggio__hints *h, const char *path, FILE *out);
 

@@ -45,19 +45,45 @@ int aggio__fail(struct aggio__err *e, int code, const char *fmt, ...)
 /* errno -> AGGIO_ERR_* */
 int aggio__errno_code(int err);
 
-/* Makes the call's outcome collective: MPI_Allreduce(MINLOC) of the code, so
- * every rank learns the lowest failing code and the lowest rank that had it.
- * A rank that did not fail gets "rank R failed: <code text>" as its message.
- * Returns the agreed code. */
+/* Makes the call's outcome collective: a reduction of the encoded error
+ * (below), so every rank learns the lowest failing code and the lowest
+ * rank that had it, then that rank's message: every rank returns the same
+ * code and text.
+ * Posted, and waited for while the process's non-blocking operations
+ * progress (aggio__wait_progress): it may be a blocking call's first
+ * collective.  Returns the agreed code. */
 int aggio__agree(MPI_Comm comm, struct aggio__err *e);
+/* The same, returning the agreed encoding (to tell whether this rank's
+ * own failure was the one chosen). */
+int64_t aggio__agree_encoded(MPI_Comm comm, struct aggio__err *e);
+
+/* MPI_Allreduce, posted and waited for with aggio__wait_progress: the
+ * first collective of a blocking call (its entry).  Returns MPI's code. */
+int aggio__allreduce_progress(const void *in, void *out, int count, MPI_Datatype type,
+                              MPI_Op op, MPI_Comm comm);
+/* Waits for a posted collective while this process's outstanding
+ * non-blocking operations progress (request.c): a peer may need their
+ * steps before it can reach the collective.  Returns MPI's code. */
+int aggio__wait_progress(MPI_Request *r);
+/* Schedule perturbation for the test suite (AGGIO_TEST_PERTURB,
+ * request.c): a random short delay before an engine step. */
+void aggio__perturb(aggio_file fh);
 
 /* The same agreement carried in one int64 (code in the high half, rank in
  * the low half) so that it travels inside a larger reduction; MIN picks the
  * most negative code and, among equals, the lowest rank.  0 means success. */
 int64_t aggio__err_encode(int code, int rank);
-/* Applies an agreed encoded outcome to e ("rank R failed: ..." when this
- * rank did not fail itself) and returns the agreed code. */
-int aggio__err_decode(int64_t agreed, struct aggio__err *e);
+/* Applies an agreed encoded outcome to e (the agreed code on every rank;
+ * "rank R failed: ..." unless this rank's own failure was the one chosen)
+ * and returns the agreed code. */
+int aggio__err_decode(int64_t agreed, int me, struct aggio__err *e);
+
+/* The rank of an agreed encoded outcome, or -1 for success. */
+int aggio__err_rank(int64_t agreed);
+/* After an agreement chose rank root's failure, its message (msg, sent to
+ * every rank) becomes e's on the other ranks: every rank returns the same
+ * text. */
+void aggio__err_take_message(int me, int root, const char *msg, struct aggio__err *e);
 
 /* Stores e->msg as the thread's aggio_error_message() and returns e->code. */
 int aggio__finish(const struct aggio__err *e);
@@ -77,6 +103,28 @@ struct aggio__view {
 enum aggio__dio_state {
   AGGIO_DIO_OFF = 0,     /* disabled by hint, or refused */
   AGGIO_DIO_ON = 1
+};
+
+/* ---- node-shared memory (shm.h) -------------------------------------------- */
+
+#define AGGIO_SHM_NAME 64
+
+struct aggio__op;
+
+struct aggio__shm {
+  char *base;          /* this rank's mapping (page-aligned), or NULL */
+  size_t len;
+  /* while it is being made (shm.c) */
+  MPI_Comm comm;
+  int me;              /* rank in comm */
+  char name[AGGIO_SHM_NAME];
+  int ok;              /* the agreement's operand: this rank mapped it */
+  int (*then)(struct aggio__op *op);
+  int phase;
+  /* set by the caller, or NULL: run by the creating rank on the new
+   * memory before any other rank can map it; 0 or -1 (failed) */
+  int (*init)(char *base, void *arg);
+  void *init_arg;
 };
 
 /* ---- the file handle ------------------------------------------------------ */
@@ -138,7 +186,7 @@ struct aggio_file_s {
   const struct aggio__strategy_ops *strategy;
   void *strategy_state[AGGIO_NSTRATEGIES];
   unsigned strategy_ready; /* bit i: strategy i's init ran */
-  unsigned strategy_refused; /* bit i: strategy i's init failed (auto avoids it) */
+  unsigned strategy_refused; /* bit i: strategy i's set-up failed (auto avoids it) */
   const char *strategy_used;   /* strategy of the last collective call ("" none) */
   int auto_previous;           /* auto's last choice, enum aggio__auto_choice or -1 */
   struct aggio__pool *pool;    /* I/O threads for this file (pool.c), lazily */
@@ -148,7 +196,17 @@ struct aggio_file_s {
   /* non-blocking operations (request.c, under its mutex) */
   int nb_outstanding;          /* started and not complete */
   double nb_last_start;        /* when the last one was started */
+  unsigned long nb_pass;       /* the progress pass that found a collective
+                                * operation of this file unfinished */
   struct aggio_request_s *split; /* the active split collective, or NULL */
+
+  /* the process's open files (open_files.c, under its lock) */
+  aggio_file open_prev, open_next; /* open order */
+  uint64_t file_dev, file_ino; /* the file's identity (0 0: its path) */
+  int twins;                   /* other handles of the same file open here */
+  int finalizing;              /* closed by MPI_Finalize: nobody to report to */
+  int64_t coll_end;            /* end of the collective writes since the last
+                                * collective flush (agreed: get_size) */
 
   struct aggio__stats *stats;  /* NULL unless stats or timers are on */
   struct aggio__trace *trace;  /* NULL unless tracing is on */
@@ -187,10 +245,23 @@ struct aggio__op;
 struct aggio__strategy_ops {
   const char *name;
   int id;  /* index into fh->strategy_state (registry order) */
-  /* Per-file state, made collectively over fh->comm before the strategy's
-   * first operation on the file; fini at close, or when hints change. */
-  int (*init)(aggio_file fh, void **state, struct aggio__err *e);
+  /* Per-file state, made by the strategy's first operation on the file:
+   * `setup` is the first of the steps that make it (they sit in
+   * fh->strategy_state[id] from the first step on), the last one calls
+   * aggio__setup_done.  Like every step, they post collectives and never
+   * block on a peer in a non-blocking operation (docs/engine.md,
+   * "Liveness"); a collective MPI has only in blocking form may run only
+   * when op->blocking (the operation has entered a blocking call on every
+   * rank).  fini frees it: at close and when hints change (every rank,
+   * collectively), and after a failed set-up (every rank, by the
+   * agreement); it must not block on peers in a non-blocking operation. */
+  int (*setup)(struct aggio__op *op);
   void (*fini)(aggio_file fh, void *state);
+  /* 1 when, with the file's hints, setup needs MPI's blocking collectives
+   * (an RMA window): the state is then made at open and when hints change
+   * (aggio__strategies_prepare), so that a non-blocking first operation
+   * finds it made */
+  int (*setup_blocks)(aggio_file fh);
   /* Only for auto: the strategy that runs this operation (pure: the same
    * on every rank, from the agreed summary). */
   const struct aggio__strategy_ops *(*choose)(aggio_file fh, const struct aggio__op *op,
@@ -199,12 +270,19 @@ struct aggio__strategy_ops {
   int (*start)(struct aggio__op *op);
   /* Strategies that keep data between calls (write-behind): */
   /* what it holds, into this rank's summary (flags AGGIO_SF_*, the range
-   * of written data held), and a deferred error to report; called at the
-   * start of every collective operation */
+   * of written data held), and a deferred failure not reported yet into
+   * e (NULL: this rank has an error of its own already, the failure waits
+   * for a later call); called at the start of every collective operation */
   void (*contribute)(aggio_file fh, void *state, struct aggio__call_summary *mine,
                      struct aggio__err *e);
+  /* the agreement chose the deferred failure contribute (or flush) gave
+   * as this rank's error: it has been reported (until then it stays,
+   * for the next call to report) */
+  void (*reported)(aggio_file fh, void *state);
   /* writes out what it holds and forgets what it read; local part of a
-   * collective flush (sync, close, set_size, atomic mode, a strategy switch) */
+   * collective flush (sync, close, set_size, atomic mode, a strategy
+   * switch); a deferred failure not reported yet goes to e when e holds
+   * no error (the caller's agreement then tells `reported`) */
   int (*flush)(aggio_file fh, void *state, struct aggio__err *e);
   /* before an independent access of this rank: make the bytes it touches
    * consistent (MPI's same-process rule) */
@@ -212,6 +290,10 @@ struct aggio__strategy_ops {
                             struct aggio__err *e);
   /* end of the data this rank's node holds for the file (get_size), or 0 */
   int64_t (*held_end)(aggio_file fh, void *state);
+  /* bytes acknowledged to the program that this rank's node could not
+   * write and no call has reported yet, with the first failure's text;
+   * *speaker 1 on the one rank of the node that says so (at finalize) */
+  int64_t (*unwritten)(aggio_file fh, void *state, char *msg, size_t len, int *speaker);
 };
 
 extern const struct aggio__strategy_ops aggio__strategy_independent;

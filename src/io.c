@@ -12,6 +12,7 @@
 
 #include "call.h"
 #include "flatten.h"
+#include "open_files.h"
 #include "request.h"
 #include "shared_fp.h"
 
@@ -168,6 +169,12 @@ static void finish_call(struct call *c, struct aggio__op *op) {
     fh->fp_ind = c->offset + done / fh->view.etype_size;
   if (fh->stats && code == 0)
     count_call(c, done);
+  /* the end every rank of a collective write held behind the call agreed
+   * on (a merged carrier's covers its followers): get_size shows at least
+   * it until a collective flush has put it in the file (file.c) */
+  if (code == 0 && c->collective && c->is_write && op->strategy && op->strategy->flush &&
+      op->sum.hi > fh->coll_end)
+    fh->coll_end = op->sum.hi;
   if (c->packed)
     free(acc->stream);
   aggio__extents_free(&acc->file);
@@ -186,6 +193,8 @@ void aggio__call_begin(struct call *c, struct aggio__op *op, int blocking) {
   if (c->pre.code != 0 && op->err.code == 0)
     op->err = c->pre;
   c->type_size = c->mem ? c->mem->size : 0;
+  if (op->err.code == 0) /* other handles of the file show what they hold */
+    aggio__files_settle_twins(fh, &op->acc);
   /* MPI: a non-blocking call moves the pointer past the whole request at
    * once, so that the next call may start before this one completes. */
   if (c->use_fp && c->fp_at_start && op->err.code == 0)

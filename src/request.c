@@ -1,28 +1,32 @@
 /*
  * request.c - non-blocking and split collective data access: the engine's
- * operation objects (engine.h) handed to the user as requests.
+ * operation objects (engine.h) handed to the user as requests, and the
+ * progress that moves them.
  *
  * A request is a call (call.h) and its operation.  Starting it prepares
  * the call and queues the operation; progress runs the operation's steps
  * until one must wait (a posted collective, I/O jobs, a node-cache block);
  * completing it gives the user the result.  What runs where:
  *   - every outstanding operation of the process is on one list, in start
- *     order; a progress pass runs each operation that can move, but only
- *     the oldest unfinished collective operation: collective operations
- *     post collectives (and a strategy's first one makes shared windows,
- *     which MPI has only in blocking form), and MPI wants those in the
- *     same order on every rank: the order the user started them in;
+ *     order; a progress pass runs each operation that can move, but of
+ *     each file only its oldest unfinished collective operation: MPI wants
+ *     a communicator's collectives in the same order on every rank, and
+ *     the user started the file's collective operations in the same order
+ *     everywhere.  Different files' operations are independent of each
+ *     other (ranks may start them in different orders);
+ *   - no step blocks on a peer (docs/engine.md, "Liveness"): every wait
+ *     that depends on another rank either runs passes meanwhile, or blocks
+ *     in MPI only where no peer can need this process's other operations;
  *   - progress passes run in aggio calls (a starting call, the completion
- *     calls, any call on a file with operations outstanding) and, when MPI
- *     gives MPI_THREAD_MULTIPLE, in a progress thread that lives while
+ *     calls, the entry of every blocking call) and, when MPI gives
+ *     MPI_THREAD_MULTIPLE, in a progress thread that lives while
  *     operations are outstanding;
  *   - file I/O runs on the file's I/O threads (pool.h) and the node
  *     cache's threads, which never call MPI, so it goes on between
  *     progress passes at every thread level.
- * One mutex guards the list and every step of an outstanding operation,
- * so the user's thread and the progress thread never run steps at once.
- * Blocking calls on a file first complete its outstanding operations
- * (aggio__requests_settle) and then run without the mutex.
+ * One mutex guards the list and every step run in a pass.  A thread that
+ * waits for one request may run that request's steps outside the mutex
+ * (the request is marked busy, and passes leave it alone).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -40,6 +44,7 @@ struct aggio_request_s {
   struct aggio__op op;
   aggio_file fh;          /* NULL once the file is closed */
   int complete;           /* the outcome is known */
+  int busy;               /* a thread runs its steps outside the mutex */
   int split;              /* a split collective (begin/end) */
   MPI_Status status;      /* filled at completion */
   struct aggio__err err;  /* the outcome */
@@ -47,9 +52,11 @@ struct aggio_request_s {
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t changed = PTHREAD_COND_INITIALIZER; /* a request completed */
+static pthread_cond_t changed; /* a request completed (monotonic clock: init_once) */
+static pthread_once_t once = PTHREAD_ONCE_INIT;
 static struct aggio_request_s *first, *last;
 static int outstanding;       /* live requests not complete */
+static unsigned long pass_serial; /* the progress pass running now */
 
 /* The progress thread: started when an operation starts and none runs,
  * gone when no operation is outstanding. */
@@ -123,7 +130,8 @@ static void complete(struct aggio_request_s *r) {
 #define MERGE_MAX_TOTAL (64 << 20)     /* per merged operation and rank */
 
 static int mergeable(const struct aggio_request_s *r, int is_write) {
-  return r->c.collective && !r->complete && r->op.nsteps == 0 && r->c.is_write == is_write &&
+  return r->c.collective && !r->complete && !r->busy && r->op.nsteps == 0 &&
+         r->c.is_write == is_write &&
          r->op.err.code == 0 && r->op.acc.nbytes <= MERGE_MAX_BYTES;
 }
 
@@ -188,36 +196,60 @@ static int deferred(const struct aggio_request_s *r, aggio_file defer, double no
   return now > 0 && now - r->fh->nb_last_start < MERGE_GRACE;
 }
 
+/* Per-file order within a pass: once a file's oldest unfinished
+ * collective operation could not finish, the file's later ones wait. */
+static int file_waits(aggio_file fh) { return fh->nb_pass == pass_serial; }
+static void file_wait(aggio_file fh) { fh->nb_pass = pass_serial; }
+
 /* One pass over every outstanding operation (locked).  Returns 1 when
  * some step ran.  `defer` and `now`: see deferred().
  *
- * Collective operations run one at a time, in the order they were started,
- * whatever their file: some steps block in collectives MPI has only in
- * blocking form (a strategy's first operation on a file makes its shared
- * windows), and those must meet in the same order on every rank.  Ranks
- * that progressed two files' operations independently deadlocked there,
- * each blocked in the other file's window creation. */
+ * Collective operations of one file run one at a time, in the order they
+ * were started; those of different files independently of each other.  A
+ * process-wide order (as this pass kept before) is not MPI's: a rank may
+ * start iwrite_at_all on file A then B while another starts B then A, and
+ * the MPI library's own MPI-IO completes that.  Nothing here may block on
+ * a peer (docs/engine.md, "Liveness"), so two files' operations can never
+ * wait for each other. */
 static int progress_pass(aggio_file defer, double now) {
-  int moved = 0, collective_waits = 0;
+  int moved = 0;
+  pass_serial++;
   for (struct aggio_request_s *r = first, *next; r; r = next) {
     next = r->next;
-    if (r->complete || (r->c.collective && collective_waits))
+    int coll = r->c.collective;
+    if (r->complete || (coll && file_waits(r->fh)))
       continue;
-    if (deferred(r, defer, now)) {
-      collective_waits = 1;
+    if (r->busy || deferred(r, defer, now)) {
+      if (coll)
+        file_wait(r->fh);
       continue;
     }
     offer_merge(r);
     if (advance(r, &moved)) {
       complete(r);
       next = r->next; /* complete() may have completed what followed */
-    } else if (r->c.collective)
-      collective_waits = 1;
+    } else if (coll)
+      file_wait(r->fh);
   }
   return moved;
 }
 
 static int progress_all(void) { return progress_pass(NULL, 0.0); }
+
+/* The condition variable waits on the monotonic clock: a timed wait on
+ * the wall clock jumps when the clock is set. */
+static void init_once(void) {
+  pthread_condattr_t a;
+  pthread_condattr_init(&a);
+  pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+  pthread_cond_init(&changed, &a);
+  pthread_condattr_destroy(&a);
+}
+
+static void lock_requests(void) {
+  pthread_once(&once, init_once);
+  pthread_mutex_lock(&lock);
+}
 
 /* Waits a little for a completion (locked): the progress thread's, or for
  * posted work to move.  MPI moves messages only while someone calls it, so
@@ -230,13 +262,13 @@ static void pause_locked(int *backoff) {
     (*backoff)++;
     pthread_mutex_unlock(&lock);
     sched_yield();
-    pthread_mutex_lock(&lock);
+    lock_requests();
     return;
   }
   int us = 10 << (*backoff - YIELDS < 7 ? *backoff - YIELDS : 7);
   (*backoff)++;
   struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
+  clock_gettime(CLOCK_MONOTONIC, &ts);
   ts.tv_nsec += (long)us * 1000;
   if (ts.tv_nsec >= 1000000000L) {
     ts.tv_sec++;
@@ -258,7 +290,7 @@ static void pass_or_pause(int *backoff) {
 static void *progress_main(void *arg) {
   (void)arg;
   int backoff = 0;
-  pthread_mutex_lock(&lock);
+  lock_requests();
   while (outstanding > 0 && thread_running) {
     if (progress_pass(NULL, aggio__now()))
       backoff = 0;
@@ -276,7 +308,7 @@ static void *progress_main(void *arg) {
  * progress thread has ended (no operation is outstanding then); join it. */
 static int at_finalize(MPI_Comm comm, int key, void *value, void *extra) {
   (void)comm, (void)key, (void)value, (void)extra;
-  pthread_mutex_lock(&lock);
+  lock_requests();
   thread_running = 0;
   int join = thread_joinable;
   thread_joinable = 0;
@@ -312,7 +344,7 @@ static void ensure_thread(void) {
   if (thread_joinable) { /* the last one ended: it holds no lock now */
     pthread_mutex_unlock(&lock);
     pthread_join(progress_thread, NULL);
-    pthread_mutex_lock(&lock);
+    lock_requests();
     thread_joinable = 0;
     if (thread_running)
       return;
@@ -324,57 +356,91 @@ static void ensure_thread(void) {
     thread_joinable = 1;
 }
 
-/* 1 when every other outstanding operation is a collective one started
- * after r (locked): none can move before r completes, so nothing another
- * rank waits for is held up if r's steps block. */
-static int first_in_line(const struct aggio_request_s *r) {
-  int after = 0;
-  for (const struct aggio_request_s *x = first; x; x = x->next) {
-    if (x == r) {
-      after = 1;
-      continue;
-    }
-    if (x->complete)
-      continue;
-    if (!after || !x->c.collective || !r->c.collective)
+/* 1 when r may run now: no earlier collective operation of its file is
+ * unfinished, and no other thread runs it (locked). */
+static int runnable(const struct aggio_request_s *r) {
+  if (r->busy)
+    return 0;
+  for (const struct aggio_request_s *x = first; x && x != r; x = x->next)
+    if (!x->complete && x->fh == r->fh && x->c.collective && r->c.collective)
       return 0;
-  }
   return 1;
 }
 
-/* Completes r (locked).  When nothing else can move first, it waits in
- * MPI for what its steps post; otherwise passes run until it completes, as
- * other ranks may need this rank's steps of other operations first.  Its
- * collectives stay posted ones either way: MPI does not match a blocking
- * collective with a non-blocking one, and other ranks may be running the
- * same operation from a progress pass. */
+/* Completes r (locked).  Once r may run, this thread runs its steps itself,
+ * outside the mutex (r is busy meanwhile, and passes leave it alone), and
+ * waits for what they post as any operation waits: in MPI when nothing
+ * else of this process is outstanding, else running passes for the others
+ * (aggio__requests_await), which another rank may be waiting for.  Its
+ * collectives stay posted ones: MPI does not match a blocking collective
+ * with a non-blocking one, and other ranks run the same operation from
+ * their progress passes. */
 static void wait_locked(struct aggio_request_s *r) {
   int backoff = 0;
   while (!r->complete) {
-    if (first_in_line(r)) {
-      double t = r->fh->stats ? aggio__now() : 0.0;
-      offer_merge(r);
-      r->op.t_mark = t;
-      aggio__op_wait(&r->op);
-      if (r->fh->stats)
-        r->fh->stats->api_time += r->op.t_mark - t;
-      complete(r);
-      break;
+    if (!runnable(r)) {
+      pass_or_pause(&backoff);
+      continue;
+    }
+    r->busy = 1;
+    offer_merge(r);
+    pthread_mutex_unlock(&lock);
+    double t = r->fh->stats ? aggio__now() : 0.0;
+    r->op.t_mark = t;
+    aggio__op_wait(&r->op);
+    if (r->fh->stats)
+      r->fh->stats->api_time += r->op.t_mark - t;
+    lock_requests();
+    r->busy = 0;
+    complete(r);
+  }
+}
+
+/* Blocking in MPI is safe when no other operation of this process is
+ * outstanding (nothing a peer could need waits behind this thread), or
+ * when the progress thread runs the others (locked). */
+static int may_block(int mine) { return outstanding - mine <= 0 || thread_running; }
+
+void aggio__requests_await(struct aggio__op *op) {
+  int backoff = 0;
+  lock_requests();
+  while (!aggio__op_ready(op)) {
+    if (may_block(op->queued)) {
+      pthread_mutex_unlock(&lock);
+      aggio__op_block(op);
+      return;
     }
     pass_or_pause(&backoff);
   }
+  pthread_mutex_unlock(&lock);
+  aggio__op_account(op, op->wait_phase);
+}
+
+int aggio__wait_progress(MPI_Request *req) {
+  int backoff = 0, flag = 0, rc = MPI_SUCCESS;
+  lock_requests();
+  while (!may_block(0)) {
+    rc = MPI_Test(req, &flag, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS || flag) {
+      pthread_mutex_unlock(&lock);
+      return rc;
+    }
+    pass_or_pause(&backoff);
+  }
+  pthread_mutex_unlock(&lock);
+  return MPI_Wait(req, MPI_STATUS_IGNORE);
 }
 
 void aggio__requests_settle(aggio_file fh) {
   int backoff = 0;
-  pthread_mutex_lock(&lock);
+  lock_requests();
   while (fh->nb_outstanding > 0)
     pass_or_pause(&backoff);
   pthread_mutex_unlock(&lock);
 }
 
 void aggio__requests_detach(aggio_file fh) {
-  pthread_mutex_lock(&lock);
+  lock_requests();
   for (struct aggio_request_s *r = first, *next; r; r = next) {
     next = r->next;
     if (r->fh != fh)
@@ -471,8 +537,9 @@ static int start(struct call *c, aggio_request *request, int split) {
   r->split = split;
   if (c->fh->stats)
     c->fh->stats->c[AGGIO_C_NB_STARTED]++;
-  pthread_mutex_lock(&lock);
+  lock_requests();
   aggio__call_begin(&r->c, &r->op, 0);
+  r->op.queued = 1;
   if (c->fh->stats) /* the passes below count their own time */
     c->fh->stats->api_time += aggio__now() - r->c.t0;
   link_request(r);
@@ -597,7 +664,7 @@ int aggio_wait(aggio_request *request, MPI_Status *status) {
     return aggio__finish(&e);
   }
   double t0 = aggio__now();
-  pthread_mutex_lock(&lock);
+  lock_requests();
   wait_locked(*request);
   int rc = release(request, status, t0);
   pthread_mutex_unlock(&lock);
@@ -616,7 +683,7 @@ int aggio_test(aggio_request *request, int *flag, MPI_Status *status) {
     return aggio__finish(&e);
   }
   double t0 = aggio__now();
-  pthread_mutex_lock(&lock);
+  lock_requests();
   if (!(*request)->complete)
     progress_all();
   *flag = (*request)->complete;
@@ -661,7 +728,7 @@ int aggio_waitall(int count, aggio_request requests[], MPI_Status statuses[]) {
   if (check_array(count, requests, 0, NULL) != 0)
     return AGGIO_ERR_ARG;
   double t0 = aggio__now();
-  pthread_mutex_lock(&lock);
+  lock_requests();
   for (int i = 0; i < count; i++)
     if (requests[i])
       wait_locked(requests[i]);
@@ -674,7 +741,7 @@ int aggio_testall(int count, aggio_request requests[], int *flag, MPI_Status sta
   if (check_array(count, requests, 1, flag) != 0)
     return AGGIO_ERR_ARG;
   double t0 = aggio__now();
-  pthread_mutex_lock(&lock);
+  lock_requests();
   progress_all();
   *flag = 1;
   for (int i = 0; i < count; i++)
@@ -704,7 +771,7 @@ int aggio_waitany(int count, aggio_request requests[], int *index, MPI_Status *s
     return AGGIO_ERR_ARG;
   double t0 = aggio__now();
   int backoff = 0, live, i;
-  pthread_mutex_lock(&lock);
+  lock_requests();
   while ((i = any_complete(count, requests, &live)) < 0 && live > 0) {
     if (live == 1 && outstanding == 1) { /* only one left: block on it */
       for (i = 0; !requests[i]; i++)

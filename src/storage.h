@@ -100,7 +100,7 @@ int aggio__fsync(struct aggio_file_s *fh, struct aggio__err *e);
  * AGGIO_FAULTS="op@rank#nth=ERRNO,..." makes the nth call (counted from 1;
  * "#3+" the 3rd and every later one) of a storage operation or allocation
  * fail on a rank ("@*" every rank).  ops: open, pwrite, pread, fsync, size,
- * truncate, alloc, preallocate, window, rma_window.  ERRNO: EIO (default), ENOSPC, ENOMEM, EACCES.  Read once
+ * truncate, alloc, preallocate, window, rma_window, shm (a node's shared memory, shm.c).  ERRNO: EIO (default), ENOSPC, ENOMEM, EACCES, EROFS, EINVAL.  Read once
  * at open; costs one test of a pointer per call when unset.  For the test
  * suite: it lets tests reach error paths no real file system produces on
  * demand (a failing fstat, an EIO in an I/O thread, a failed allocation). */
@@ -115,6 +115,7 @@ enum aggio__fault_op {
   AGGIO_FAULT_PREALLOCATE,
   AGGIO_FAULT_WINDOW, /* the shared file pointer's window, at open */
   AGGIO_FAULT_RMA_WINDOW, /* the RMA exchange's window (a rank's part refused) */
+  AGGIO_FAULT_SHM, /* creating a node's shared memory (shm.c) */
   AGGIO_FAULT_NOPS
 };
 struct aggio__faults;

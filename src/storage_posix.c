@@ -372,17 +372,28 @@ static int px_pread(aggio_file fh, void *vbuf, int64_t len, int64_t off, int64_t
 
 /* ---- the rest ---------------------------------------------------------------------- */
 
+/* The error of a failed fsync.  Every errno is a failure: sync promises
+ * that the data is durable, and an fsync that failed did not make it so.
+ * EINVAL (a file that does not support synchronization: a special file;
+ * Linux's file systems, tmpfs included, never give it for a regular one)
+ * and EROFS (a file system remounted read-only after an error) are neither
+ * a bad argument of the caller nor a permission it lacks, but data that
+ * did not reach storage: an I/O error. */
+static int fsync_code(int err) {
+  return err == EINVAL || err == EROFS ? AGGIO_ERR_IO : aggio__errno_code(err);
+}
+
 static int px_sync(aggio_file fh, struct aggio__err *e) {
   int fd = px(fh)->fd;
   if (fd < 0)
     return 0;
   double t0 = aggio__now();
-  int err = aggio__fault(fh->faults, AGGIO_FAULT_FSYNC);
-  if (!err && fsync(fd) != 0 && errno != EINVAL && errno != EROFS)
+  int err = aggio__fault(fh->faults, AGGIO_FAULT_FSYNC); /* stands for fsync's errno */
+  if (!err && fsync(fd) != 0)
     err = errno;
   if (err)
-    return aggio__fail(e, aggio__errno_code(err), "rank %d: fsync(%s): %s", fh->rank,
-                       fh->path, strerror(err));
+    return aggio__fail(e, fsync_code(err), "rank %d: fsync(%s): %s; the data may not be "
+                       "durable", fh->rank, fh->path, strerror(err));
   double t1 = aggio__now();
   if (fh->trace)
     aggio__trace_record_locked(fh, AGGIO_OP_POSIX_FSYNC, -1, 0, 0, t0, t1, 0);

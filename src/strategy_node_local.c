@@ -36,6 +36,7 @@
 
 #include "engine.h"
 #include "node_plan.h"
+#include "shm.h"
 
 #define PAGE 4096
 /* The per-rank summary of step 3. */
@@ -50,7 +51,9 @@ struct nl_header {
 };
 
 struct nl_file {
-  MPI_Win win;         /* the aggregators' buffers on this node */
+  struct aggio__shm shm; /* the aggregators' buffers on this node (shm.h) */
+  int *flags;          /* [2 node_size]: set-up, each node rank's aggregator and opened flags */
+  int *local;          /* [node_size]: set-up, the node ranks chosen */
   int node_rank, node_size;
   int k;               /* aggregators of this node */
   int *world;          /* [k] their ranks in fh->comm */
@@ -69,10 +72,9 @@ static void nl_fini(aggio_file fh, void *state) {
   (void)fh;
   if (!f)
     return;
-  if (f->win != MPI_WIN_NULL) {
-    MPI_Win_unlock_all(f->win);
-    MPI_Win_free(&f->win);
-  }
+  aggio__shm_free(&f->shm);
+  free(f->flags);
+  free(f->local);
   free(f->world);
   free(f->part);
   free(f->fb_counts);
@@ -85,19 +87,16 @@ static char *align_up(char *p, int64_t a) {
   return (char *)((u + m - 1) / m * m);
 }
 
-/* Chooses the node's aggregators (the same on every rank of the node):
- * flagged are the file's aggregators, which alone have the file open under
- * romio_no_indep_rw. */
+/* Chooses the node's aggregators (the same on every rank of the node, with
+ * no allocation that could fail on one rank alone): flagged are the file's
+ * aggregators, which alone have the file open under romio_no_indep_rw. */
 static int choose(aggio_file fh, struct nl_file *f, const int *flags, int *local,
                   struct aggio__err *e) {
   int n = f->node_size;
-  int *flagged = malloc((size_t)n * sizeof *flagged);
-  if (!flagged)
-    return aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: out of memory", fh->rank);
+  int *flagged = f->world; /* scratch until the ranks are translated below */
   for (int i = 0; i < n; i++)
     flagged[i] = flags[2 * i];
   f->k = aggio__nl_aggregators(n, flagged, (int)fh->hints.node_aggregators.num, local);
-  free(flagged);
   f->me = -1;
   for (int j = 0; j < f->k; j++) {
     if (local[j] == f->node_rank)
@@ -117,103 +116,92 @@ static int choose(aggio_file fh, struct nl_file *f, const int *flags, int *local
   return 0;
 }
 
-/* Collective over the node: each aggregator's header page and buffer in
- * one shared window, each part on its own pages (noncontiguous), so that
- * the K aggregators never share a page or a lock: they fill and write in
- * parallel.  0, or the node's agreed failure: AGGIO_ERR_NOMEM when some
- * rank ran out of memory, AGGIO_ERR_UNSUPPORTED when shared memory was
- * refused (or aggio_node_shm=disable). */
-static int make_window(aggio_file fh, struct nl_file *f, const int *local) {
-  MPI_Info info;
-  MPI_Info_create(&info);
-  MPI_Info_set(info, "alloc_shared_noncontig", "true");
-  MPI_Aint bytes = f->me >= 0 ? (MPI_Aint)(3 * f->page + 2 * f->slot) : 0;
-  char *base = NULL;
-  /* The hint is the same on every rank: all of the node call it, or none. */
-  int ok = fh->hints.node_shm.num != AGGIO_DISABLE &&
-           MPI_Win_allocate_shared(bytes, 1, info, fh->node_comm, &base, &f->win) == MPI_SUCCESS;
-  MPI_Info_free(&info);
-  if (!ok)
-    f->win = MPI_WIN_NULL;
-  if (ok && aggio__fault(fh->faults, AGGIO_FAULT_ALLOC))
-    ok = -1; /* tests: as if this rank's part had found no memory (freed below) */
-  int all = 0;
-  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, fh->node_comm);
-  if (all < 1) {
-    if (f->win != MPI_WIN_NULL)
-      MPI_Win_free(&f->win);
-    f->win = MPI_WIN_NULL;
-    return all < 0 ? AGGIO_ERR_NOMEM : AGGIO_ERR_UNSUPPORTED;
-  }
-  MPI_Win_lock_all(MPI_MODE_NOCHECK, f->win);
-  for (int j = 0; j < f->k; j++) {
-    MPI_Aint size;
-    int disp;
-    char *p = NULL;
-    MPI_Win_shared_query(f->win, local[j], &size, &disp, &p);
-    f->part[j] = align_up(p, f->page);
-  }
-  return 0;
+/* Each aggregator's part of the node memory: a header page and two
+ * buffers, on pages of their own, so that the K aggregators never share a
+ * page: they fill and write in parallel. */
+static size_t part_bytes(const struct nl_file *f) {
+  return (size_t)(3 * f->page + 2 * f->slot);
 }
 
-/* The node's set-up: which ranks aggregate (every rank of the node says
- * whether it is one of the file's aggregators and has the file open), and
- * the window.  Node collectives only; the engine agrees on the outcome over
- * the file's ranks. */
-static int node_setup(aggio_file fh, struct nl_file *f, struct aggio__err *e) {
-  int n = f->node_size;
-  int mine[2] = {fh->my_aggr_index >= 0, fh->opened};
-  int *flags = aggio__malloc(fh, 2 * (size_t)n * sizeof *flags);
-  int *local = aggio__malloc(fh, (size_t)n * sizeof *local);
-  f->world = aggio__malloc(fh, (size_t)n * sizeof *f->world);
-  f->part = aggio__calloc(fh, (size_t)n, sizeof *f->part);
-  int ok = flags && local && f->world && f->part, all = 0;
-  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, fh->node_comm);
-  int rc = 0;
-  if (!all)
-    rc = aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: node_local set-up: out of memory%s",
-                     fh->rank, ok ? " on another rank of the node" : "");
-  if (rc == 0 && MPI_Allgather(mine, 2, MPI_INT, flags, 2, MPI_INT, fh->node_comm) != MPI_SUCCESS)
-    rc = aggio__fail(e, AGGIO_ERR_MPI, "rank %d: MPI_Allgather failed", fh->rank);
-  if (rc == 0)
-    rc = choose(fh, f, flags, local, e); /* the same outcome on every rank of the node */
-  int wrc = rc == 0 ? make_window(fh, f, local) : 0;
-  if (wrc == AGGIO_ERR_NOMEM)
-    rc = aggio__fail(e, wrc, "rank %d: node_local: out of memory for the node's window",
-                     fh->rank);
-  else if (wrc != 0)
-    rc = aggio__fail(e, wrc, "rank %d: node_local needs a shared-memory window on each node "
-                     "(%s)", fh->rank, fh->hints.node_shm.num == AGGIO_DISABLE
-                                           ? "aggio_node_shm=disable"
-                                           : "MPI_Win_allocate_shared failed");
-  free(flags);
-  free(local);
-  return rc;
+static int nl_flags(struct aggio__op *op);
+static int nl_chosen(struct aggio__op *op);
+static int nl_mapped(struct aggio__op *op);
+
+static struct nl_file *file_state(aggio_file fh) {
+  return fh->strategy_state[aggio__strategy_node_local.id];
 }
 
-static int nl_init(aggio_file fh, void **state, struct aggio__err *e) {
-  struct nl_file *f = calloc(1, sizeof *f);
-  *state = f;
-  int ok = f != NULL, all = 0;
-  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, fh->node_comm);
-  if (!all)
-    return aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: out of memory", fh->rank);
-  f->win = MPI_WIN_NULL;
-  MPI_Comm_rank(fh->node_comm, &f->node_rank);
-  MPI_Comm_size(fh->node_comm, &f->node_size);
-  /* Hints and the probed file system are the same on every rank, so
-   * every rank of a node packs alike. */
-  f->align = fh->hints.direct_io.num != AGGIO_DISABLE && fh->dio_align > 1 ? fh->dio_align : 1;
-  f->page = fh->dio_align > PAGE ? fh->dio_align : PAGE;
-  int64_t cb = fh->hints.cb_buffer_size.num < (1 << 30) ? fh->hints.cb_buffer_size.num : (1 << 30);
-  f->slot = aggio__round_up(cb > 2 * f->page ? cb : 2 * f->page, f->page);
-  f->cut = fh->hints.striping_unit.num > 0 ? fh->hints.striping_unit.num : fh->block;
-  f->fb_counts = calloc((size_t)f->node_size, sizeof *f->fb_counts);
-  f->fb_sums = calloc(NS_COUNT * ((size_t)fh->nprocs + 1), sizeof *f->fb_sums);
-  int rc = node_setup(fh, f, e);
-  if (rc == 0 && (!f->fb_counts || !f->fb_sums))
-    rc = aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: out of memory", fh->rank);
-  return rc;
+/* Set-up, in non-blocking steps: this rank's memory (agreed first: a rank
+ * without it could not take part in the node's collectives), which node
+ * ranks aggregate (every rank of the node says whether it is one of the
+ * file's aggregators and has the file open), then the aggregators'
+ * buffers in node memory (shm.h). */
+static int nl_setup(struct aggio__op *op) {
+  aggio_file fh = op->fh;
+  struct nl_file *f = aggio__calloc(fh, 1, sizeof *f);
+  fh->strategy_state[aggio__strategy_node_local.id] = f;
+  if (f) {
+    MPI_Comm_rank(fh->node_comm, &f->node_rank);
+    MPI_Comm_size(fh->node_comm, &f->node_size);
+    /* Hints and the probed file system are the same on every rank, so
+     * every rank of a node packs alike. */
+    f->align = fh->hints.direct_io.num != AGGIO_DISABLE && fh->dio_align > 1 ? fh->dio_align : 1;
+    f->page = fh->dio_align > PAGE ? fh->dio_align : PAGE;
+    int64_t cb = fh->hints.cb_buffer_size.num < (1 << 30) ? fh->hints.cb_buffer_size.num
+                                                          : (1 << 30);
+    f->slot = aggio__round_up(cb > 2 * f->page ? cb : 2 * f->page, f->page);
+    f->cut = fh->hints.striping_unit.num > 0 ? fh->hints.striping_unit.num : fh->block;
+    size_t n = (size_t)f->node_size;
+    f->fb_counts = aggio__calloc(fh, n, sizeof *f->fb_counts);
+    f->fb_sums = aggio__calloc(fh, NS_COUNT * ((size_t)fh->nprocs + 1), sizeof *f->fb_sums);
+    f->flags = aggio__malloc(fh, 2 * n * sizeof *f->flags);
+    f->local = aggio__malloc(fh, n * sizeof *f->local);
+    f->world = aggio__malloc(fh, n * sizeof *f->world);
+    f->part = aggio__calloc(fh, n, sizeof *f->part);
+  }
+  if (!f || !f->fb_counts || !f->fb_sums || !f->flags || !f->local || !f->world || !f->part)
+    aggio__op_note(op, AGGIO_ERR_NOMEM, "node_local set-up");
+  return aggio__op_agree_then(op, nl_flags, AGGIO_P_PLAN);
+}
+
+static int nl_flags(struct aggio__op *op) {
+  aggio_file fh = op->fh;
+  struct nl_file *f = file_state(fh);
+  f->flags[2 * f->node_rank] = fh->my_aggr_index >= 0;
+  f->flags[2 * f->node_rank + 1] = fh->opened;
+  aggio__then(op, nl_chosen, AGGIO_P_PLAN);
+  return aggio__op_allgather(op, MPI_IN_PLACE, f->flags, 2, MPI_INT, fh->node_comm,
+                             AGGIO_P_PLAN);
+}
+
+/* The node's aggregators are chosen alike on every rank of the node (so
+ * the node makes its memory, or not, as one); other nodes go their own
+ * way, and the engine's agreement over the file's ranks follows. */
+static int nl_chosen(struct aggio__op *op) {
+  aggio_file fh = op->fh;
+  struct nl_file *f = file_state(fh);
+  if (choose(fh, f, f->flags, f->local, &op->err) != 0)
+    return aggio__setup_done(op);
+  if (fh->hints.node_shm.num == AGGIO_DISABLE) {
+    aggio__fail(&op->err, AGGIO_ERR_UNSUPPORTED, "rank %d: node_local needs shared memory on "
+                "each node (aggio_node_shm=disable)", fh->rank);
+    return aggio__setup_done(op);
+  }
+  if (aggio__fault(fh->faults, AGGIO_FAULT_ALLOC))
+    aggio__op_note(op, AGGIO_ERR_NOMEM, "node_local: the node's memory (injected)");
+  return aggio__shm_make(op, &f->shm, fh->node_comm, (size_t)f->k * part_bytes(f), nl_mapped,
+                         AGGIO_P_PLAN);
+}
+
+static int nl_mapped(struct aggio__op *op) {
+  aggio_file fh = op->fh;
+  struct nl_file *f = file_state(fh);
+  if (!f->shm.base)
+    aggio__fail(&op->err, AGGIO_ERR_NOMEM, "rank %d: node_local: the node's shared memory "
+                "could not be made", fh->rank);
+  for (int j = 0; f->shm.base && j < f->k; j++)
+    f->part[j] = align_up(f->shm.base + (size_t)j * part_bytes(f), f->page);
+  return aggio__setup_done(op);
 }
 
 /* ---- per-operation state -------------------------------------------------------- */
@@ -259,10 +247,6 @@ static void nl_free(struct aggio__op *op) {
   free(t->moves);
   free(t->sums);
   free(t);
-}
-
-static struct nl_file *file_state(aggio_file fh) {
-  return fh->strategy_state[aggio__strategy_node_local.id];
 }
 
 static int node_counts(struct aggio__op *op);
@@ -348,7 +332,7 @@ static int summarize(struct aggio__op *op);
 
 static int node_gather(struct aggio__op *op) {
   struct nl *t = op->sdata;
-  aggio__err_decode(op->agreed[0], &op->err);
+  aggio__err_decode(op->agreed[0], op->fh->rank, &op->err);
   if (!ok_call(op)) /* the node stops here; the summary tells the others */
     return aggio__then(op, summarize, AGGIO_P_AGREE);
   _Static_assert(sizeof(struct aggio__extent) == 2 * sizeof(int64_t), "extents are int64 pairs");
@@ -446,8 +430,8 @@ static int nodes_agreed(struct aggio__op *op) {
   int64_t *s = sums_of(op), worst = 0;
   for (int r = 0; r < op->fh->nprocs; r++)
     worst = s[NS_COUNT * r + NS_ERR] < worst ? s[NS_COUNT * r + NS_ERR] : worst;
-  if (op->err.code == 0 && worst != 0)
-    aggio__err_decode(worst, &op->err);
+  if (worst != 0)
+    aggio__err_decode(worst, op->fh->rank, &op->err);
   if (worst != 0) /* every rank saw the same summaries: all stop here */
     return aggio__then(op, NULL, AGGIO_P_AGREE);
   if (op->fh->stats)
@@ -643,7 +627,7 @@ _Static_assert(AGGIO_PATH_NODE_LOCAL == 4 && AGGIO_STRAT_NODE_LOCAL == 4, "node_
 const struct aggio__strategy_ops aggio__strategy_node_local = {
     .name = "node_local",
     .id = 4,
-    .init = nl_init,
+    .setup = nl_setup,
     .fini = nl_fini,
     .start = nl_start,
 };

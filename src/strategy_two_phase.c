@@ -51,69 +51,77 @@ static void tp_fini(aggio_file fh, void *state) {
   if (f->x)
     f->x->close(fh, f);
   free(f->private_buf);
+  free(f->peer);
   aggio__tp_offsets_close(f);
   free(f);
 }
 
 /* The exchange the hint asks for: automatic is two_sided until a
- * measurement shows where rma pays (docs/strategies.md). */
-static const struct aggio__exchange_ops *wanted_exchange(aggio_file fh, char *why,
+ * measurement shows where rma pays (docs/strategies.md).  RMA windows
+ * exist only in blocking form: a first two-phase operation that is
+ * non-blocking sets up two_sided, saying so. */
+static const struct aggio__exchange_ops *wanted_exchange(struct aggio__op *op, char *why,
                                                          size_t whylen) {
-  const char *h = fh->hints.exchange.str;
-  if (strcmp(h, "rma") == 0)
+  const char *h = op->fh->hints.exchange.str;
+  if (strcmp(h, "rma") == 0 && op->blocking)
     return &aggio__exchange_rma;
-  if (strcmp(h, "two_sided") != 0 && strcmp(h, "automatic") != 0 && strcmp(h, "auto") != 0)
+  if (strcmp(h, "rma") == 0)
+    snprintf(why, whylen, "aggio_exchange=rma: the file's first two-phase operation was "
+             "non-blocking, and MPI makes RMA windows only in blocking calls; two_sided");
+  else if (strcmp(h, "two_sided") != 0 && strcmp(h, "automatic") != 0 && strcmp(h, "auto") != 0)
     snprintf(why, whylen, "aggio_exchange \"%.60s\" is not two_sided, rma or automatic; "
              "two_sided", h);
   return &aggio__exchange_two_sided;
 }
 
-/* Collective: the exchange method, falling back to two_sided (which always
- * works) when the one asked for cannot run on every rank; the choice and
- * the reason for a fallback go to aggio_file_get_info. */
-static void open_exchange(aggio_file fh, struct tp_file *f) {
-  char why[sizeof fh->exchange_why] = "";
-  f->x = wanted_exchange(fh, why, sizeof why);
-  if (f->x != &aggio__exchange_two_sided && !f->x->open(fh, f, why, sizeof why))
-    f->x = &aggio__exchange_two_sided;
-  if (f->x == &aggio__exchange_two_sided)
-    f->x->open(fh, f, why, sizeof why);
-  snprintf(fh->exchange_used, sizeof fh->exchange_used, "%s", f->x->name);
-  snprintf(fh->exchange_why, sizeof fh->exchange_why, "%s", why);
+static int tp_exchange(struct aggio__op *op);
+
+/* Set-up, first step: what every rank needs of its own (the offset
+ * exchange's memory, the peer table), agreed before any rank makes node
+ * memory or windows with the others (a rank without its memory could not
+ * take part).  Then the exchange method's own set-up, then the buffers. */
+static int tp_setup(struct aggio__op *op) {
+  aggio_file fh = op->fh;
+  struct tp_file *f = aggio__calloc(fh, 1, sizeof *f);
+  fh->strategy_state[aggio__strategy_two_phase.id] = f;
+  int rc = f ? aggio__tp_offsets_open(fh, f) : AGGIO_ERR_NOMEM;
+  if (rc == 0) {
+    f->rma_win = MPI_WIN_NULL;
+    f->align = buffer_align(fh);
+    f->slot = aggio__round_up(buffer_bytes(fh) + f->align, f->align);
+    f->peer = aggio__calloc(fh, (size_t)fh->naggr, sizeof *f->peer);
+    rc = f->peer ? 0 : AGGIO_ERR_NOMEM;
+  }
+  aggio__op_note(op, rc, "two-phase set-up");
+  return aggio__op_agree_then(op, tp_exchange, AGGIO_P_PLAN);
 }
 
-/* The ranks agree on their allocations before the exchange makes windows
- * (collectives that a rank without memory could not join, nor leave in the
- * same order as the others); a rank that has its memory returns without
- * state, and the engine's agreement after init stops every rank. */
-static int tp_init(aggio_file fh, void **state, struct aggio__err *e) {
-  struct tp_file *f = aggio__calloc(fh, 1, sizeof *f);
-  int rc = f ? aggio__tp_offsets_open(fh, f) : AGGIO_ERR_NOMEM;
-  int ok = rc == 0, all_ok = 0;
-  int mpi_ok = MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, fh->comm) == MPI_SUCCESS;
-  if (!ok || !all_ok || !mpi_ok) {
-    if (f)
-      aggio__tp_offsets_close(f);
-    free(f);
-    if (!ok)
-      return aggio__fail(e, rc, "rank %d: two-phase set-up: %s", fh->rank, aggio_strerror(rc));
-    if (!mpi_ok)
-      return aggio__fail(e, AGGIO_ERR_MPI, "rank %d: MPI_Allreduce failed", fh->rank);
-    return 0; /* another rank failed: the engine's agreement says which */
+static int tp_exchange(struct aggio__op *op) {
+  struct tp_file *f = aggio__tp_file(op->fh);
+  f->x = wanted_exchange(op, f->why, sizeof f->why);
+  return aggio__then(op, f->x->setup, AGGIO_P_PLAN);
+}
+
+/* The exchange is set up (or refused: two_sided instead, which always
+ * works); aggregators without buffers from it get private ones. */
+int aggio__tp_exchange_ready(struct aggio__op *op) {
+  aggio_file fh = op->fh;
+  struct tp_file *f = aggio__tp_file(fh);
+  if (f->refused) {
+    f->refused = 0;
+    f->x = &aggio__exchange_two_sided;
+    return aggio__then(op, f->x->setup, AGGIO_P_PLAN);
   }
-  f->win = f->rma_win = MPI_WIN_NULL;
-  f->align = buffer_align(fh);
-  f->slot = aggio__round_up(buffer_bytes(fh) + f->align, f->align);
-  *state = f;
-  open_exchange(fh, f);
   if (!f->own && fh->my_aggr_index >= 0) {
     f->private_buf = aggio__alloc_aligned(tp_buffers_bytes(f), f->align);
     if (!f->private_buf)
-      return aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: out of memory for the "
-                         "aggregator buffers", fh->rank);
+      aggio__fail(&op->err, AGGIO_ERR_NOMEM, "rank %d: out of memory for the aggregator "
+                  "buffers", fh->rank);
     f->own = f->private_buf;
   }
-  return 0;
+  snprintf(fh->exchange_used, sizeof fh->exchange_used, "%s", f->x->name);
+  snprintf(fh->exchange_why, sizeof fh->exchange_why, "%s", f->why);
+  return aggio__setup_done(op);
 }
 
 /* ---- per-operation state ---------------------------------------------------------- */
@@ -251,7 +259,7 @@ int aggio__tp_begin(struct aggio__op *op) {
   t->f = fh->strategy_state[aggio__strategy_two_phase.id];
   t->naggr = fh->naggr;
   t->me = fh->my_aggr_index;
-  t->shm = t->f->win != MPI_WIN_NULL;
+  t->shm = t->f->shm.base != NULL;
   t->pipeline = fh->hints.pipeline.num != AGGIO_DISABLE && !fh->atomic;
   for (int s = 0; s < 2; s++)
     t->slot[s].t = t;
@@ -543,10 +551,14 @@ static int drain(struct aggio__op *op) {
   return aggio__op_await(op, drained, drain_block, AGGIO_P_IO_WAIT);
 }
 
+/* One-sided exchange windows exist only in blocking form (two_phase.h). */
+static int tp_setup_blocks(aggio_file fh) { return strcmp(fh->hints.exchange.str, "rma") == 0; }
+
 const struct aggio__strategy_ops aggio__strategy_two_phase = {
     .name = "two_phase",
     .id = 2,
-    .init = tp_init,
+    .setup = tp_setup,
     .fini = tp_fini,
+    .setup_blocks = tp_setup_blocks,
     .start = tp_start,
 };

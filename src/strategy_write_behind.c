@@ -27,8 +27,11 @@
 
 struct wb_file {
   struct aggio__cache *cache;
-  MPI_Comm comm;          /* the ranks sharing the cache */
 };
+
+/* Seconds written data may wait in the cache before the I/O threads write
+ * it (the bound on acknowledged data held in memory only). */
+#define WB_MAX_AGE 0.2
 
 /* More than one cache holds this file's data: one per node, or one per
  * rank without shared memory. */
@@ -44,28 +47,26 @@ static struct aggio__cache *cache_of(aggio_file fh) {
 /* ---- per-file state ----------------------------------------------------------------- */
 
 /* Aggregators of this rank's node; 0 when none was chosen there. */
-static int node_aggregators(aggio_file fh, int *first) {
+static int node_aggregators(aggio_file fh) {
   int n = 0;
-  *first = -1;
   for (int i = 0; i < fh->naggr; i++)
-    if (fh->node_of_rank[fh->aggr[i]] == fh->node_of_rank[fh->rank]) {
-      if (n++ == 0)
-        *first = fh->aggr[i];
-    }
+    n += fh->node_of_rank[fh->aggr[i]] == fh->node_of_rank[fh->rank];
   return n;
 }
 
 /* The I/O threads run in the node's aggregators (or in the node's first
  * rank when cb_config_list chose none there). */
-static int is_host(aggio_file fh, MPI_Comm comm, int naggr_here) {
+static int is_host(aggio_file fh, int naggr_here) {
   if (fh->hints.node_shm.num == AGGIO_DISABLE)
     return 1; /* a cache of one rank */
   if (naggr_here > 0)
     return fh->my_aggr_index >= 0;
   int me;
-  MPI_Comm_rank(comm, &me);
+  MPI_Comm_rank(fh->node_comm, &me);
   return me == 0;
 }
+
+static int wb_window(struct aggio__op *op);
 
 static void wb_fini(aggio_file fh, void *state) {
   struct wb_file *f = state;
@@ -73,29 +74,18 @@ static void wb_fini(aggio_file fh, void *state) {
   if (!f)
     return;
   aggio__cache_free(f->cache);
-  if (f->comm != MPI_COMM_NULL)
-    MPI_Comm_free(&f->comm);
   free(f);
 }
 
-static int wb_init(aggio_file fh, void **state, struct aggio__err *e) {
-  struct wb_file *f = calloc(1, sizeof *f);
-  int first, naggr_here = node_aggregators(fh, &first);
-  MPI_Comm comm = MPI_COMM_NULL;
-  /* Without shared memory every rank keeps its own cache. */
-  int rc = fh->hints.node_shm.num == AGGIO_DISABLE ? MPI_Comm_split(fh->comm, fh->rank, 0, &comm)
-                                                   : MPI_Comm_dup(fh->node_comm, &comm);
-  if (rc != MPI_SUCCESS)
-    comm = MPI_COMM_NULL;
-  int ok = f && comm != MPI_COMM_NULL;
-  MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, fh->comm);
-  if (!ok) {
-    if (comm != MPI_COMM_NULL)
-      MPI_Comm_free(&comm);
-    free(f);
-    return aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: cannot set up the node cache", fh->rank);
-  }
-  f->comm = comm;
+/* The cache of this rank's node (or its own, without shared memory): its
+ * memory agreed first (a rank without it could not take part in making
+ * the window), then the window in non-blocking steps (cache.h); the
+ * engine agrees on the outcome afterwards. */
+static int wb_setup(struct aggio__op *op) {
+  aggio_file fh = op->fh;
+  struct wb_file *f = aggio__calloc(fh, 1, sizeof *f);
+  fh->strategy_state[aggio__strategy_write_behind.id] = f;
+  int naggr_here = node_aggregators(fh);
   int64_t per_aggr = fh->hints.write_behind_size.num > 0 ? fh->hints.write_behind_size.num
                                                          : 2 * fh->hints.cb_buffer_size.num;
   int64_t budget = per_aggr * (naggr_here > 0 ? naggr_here : 1);
@@ -104,8 +94,18 @@ static int wb_init(aggio_file fh, void **state, struct aggio__err *e) {
   aggio__cache_header(&hdr_fixed, &hdr_per_slot);
   aggio__cache_geometry(budget, fh->hints.striping_unit.num, fh->dio_align, hdr_fixed,
                         hdr_per_slot, &block, &nslots);
-  *state = f;
-  return aggio__cache_new(fh, comm, block, nslots, is_host(fh, comm, naggr_here), &f->cache, e);
+  if (f)
+    f->cache = aggio__cache_alloc(fh, block, nslots, is_host(fh, naggr_here), WB_MAX_AGE);
+  if (!f || !f->cache)
+    aggio__op_note(op, AGGIO_ERR_NOMEM, "write-behind set-up");
+  return aggio__op_agree_then(op, wb_window, AGGIO_P_PLAN);
+}
+
+static int wb_window(struct aggio__op *op) {
+  aggio_file fh = op->fh;
+  struct wb_file *f = fh->strategy_state[aggio__strategy_write_behind.id];
+  MPI_Comm comm = fh->hints.node_shm.num == AGGIO_DISABLE ? MPI_COMM_SELF : fh->node_comm;
+  return aggio__cache_make_window(op, f->cache, comm, aggio__setup_done);
 }
 
 /* ---- writes -------------------------------------------------------------------------- */
@@ -195,8 +195,10 @@ static int wb_read(struct aggio__op *op) {
  * loads blocks that may hold it; all agree that it did. */
 static int write_out_then_read(struct aggio__op *op) {
   struct aggio__cache *c = cache_of(op->fh);
+  struct aggio__err held = {0};
   aggio__cache_flush(c, 0);
-  aggio__cache_error(c, &op->err);
+  aggio__cache_error(c, &held);
+  aggio__op_deferred(op, &held);
   lend_waits(op, c);
   return aggio__op_agree_then(op, wb_read, AGGIO_P_EXCHANGE);
 }
@@ -207,8 +209,10 @@ static int write_out_then_read(struct aggio__op *op) {
  * they do with two-phase I/O, which MPI does not require without a sync). */
 static int settle_then_write(struct aggio__op *op) {
   struct aggio__cache *c = cache_of(op->fh);
+  struct aggio__err held = {0};
   aggio__cache_settle(c, op->sum.lo, op->sum.hi - op->sum.lo, 1);
-  aggio__cache_error(c, &op->err);
+  aggio__cache_error(c, &held);
+  aggio__op_deferred(op, &held);
   lend_waits(op, c);
   return aggio__op_agree_then(op, wb_write, AGGIO_P_EXCHANGE);
 }
@@ -239,6 +243,12 @@ static void wb_contribute(aggio_file fh, void *state, struct aggio__call_summary
   aggio__cache_error(f->cache, e);
 }
 
+static void wb_reported(aggio_file fh, void *state) {
+  struct wb_file *f = state;
+  (void)fh;
+  aggio__cache_reported(f->cache);
+}
+
 static int wb_flush(aggio_file fh, void *state, struct aggio__err *e) {
   struct wb_file *f = state;
   (void)fh;
@@ -256,6 +266,12 @@ static int wb_before_independent(aggio_file fh, void *state, const struct aggio_
   return 0;
 }
 
+static int64_t wb_unwritten(aggio_file fh, void *state, char *msg, size_t len, int *speaker) {
+  struct wb_file *f = state;
+  (void)fh;
+  return aggio__cache_unwritten(f->cache, msg, len, speaker);
+}
+
 static int64_t wb_held_end(aggio_file fh, void *state) {
   struct wb_file *f = state;
   int64_t flags = 0, lo = INT64_MAX, hi = 0;
@@ -267,11 +283,13 @@ static int64_t wb_held_end(aggio_file fh, void *state) {
 const struct aggio__strategy_ops aggio__strategy_write_behind = {
     .name = "write_behind",
     .id = 3,
-    .init = wb_init,
+    .setup = wb_setup,
     .fini = wb_fini,
     .start = wb_start,
     .contribute = wb_contribute,
+    .reported = wb_reported,
     .flush = wb_flush,
     .before_independent = wb_before_independent,
     .held_end = wb_held_end,
+    .unwritten = wb_unwritten,
 };

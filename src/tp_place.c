@@ -36,18 +36,25 @@ static int agree_on_placement(struct aggio__op *op) {
                              op->fh->comm, AGGIO_P_PLAN);
 }
 
-/* Collective when the aggregators change: the per-file state goes and is
- * made again (its init agrees on its allocations across the ranks). */
+/* When the aggregators change, the per-file state goes and is made again
+ * for the new ones, by the strategy's own set-up steps (non-blocking, and
+ * agreed: a failure fails this call on every rank and the state is gone,
+ * so that the next call sets it up again rather than run without it).  The
+ * set-up then starts the call anew, whose placement finds the aggregators
+ * in place.  An RMA window can be freed and made only in a blocking call:
+ * a non-blocking one keeps the aggregators it has. */
 static int apply_placement(struct aggio__op *op) {
   aggio_file fh = op->fh;
   const struct aggio__strategy_ops *s = &aggio__strategy_two_phase;
-  if (op->agreed[0] == 0 && op->agreed[1] != 0) {
-    s->fini(fh, fh->strategy_state[s->id]);
-    fh->strategy_state[s->id] = NULL;
-    aggio__place_call_commit(fh);
-    s->init(fh, &fh->strategy_state[s->id], &op->err);
-  }
-  if (!fh->strategy_state[s->id]) /* init failed: every rank, by its agreement */
-    return aggio__then(op, aggio__step_agree_outcome, AGGIO_P_AGREE);
-  return aggio__then(op, aggio__tp_begin, AGGIO_P_PLAN);
+  struct tp_file *f = aggio__tp_file(fh);
+  int move = op->agreed[0] == 0 && op->agreed[1] != 0 &&
+             (op->blocking || f->x != &aggio__exchange_rma);
+  if (!move)
+    return aggio__then(op, aggio__tp_begin, AGGIO_P_PLAN);
+  s->fini(fh, f);
+  fh->strategy_state[s->id] = NULL;
+  fh->strategy_ready &= ~(1u << s->id);
+  aggio__place_call_commit(fh);
+  op->setting_up = s;
+  return aggio__then(op, s->setup, AGGIO_P_PLAN);
 }

@@ -17,6 +17,7 @@
 #define AGGIO_TWO_PHASE_H
 
 #include "engine.h"
+#include "shm.h"
 
 /* ---- per-file state ------------------------------------------------------------------ */
 
@@ -48,12 +49,15 @@ struct tp_file {
   int plan_nreq;
   MPI_Datatype piece_type; /* (off, len) of a struct piece */
   /* two-sided exchange */
-  MPI_Win win;          /* the node's aggregator buffers, or MPI_WIN_NULL */
+  struct aggio__shm shm; /* the node's aggregator buffers (shm.h), or base NULL */
   char **peer;          /* [naggr]: header of each same-node aggregator, or NULL */
   char *private_buf;    /* this aggregator's buffers without shared memory */
   /* one-sided exchange */
   MPI_Win rma_win;      /* every aggregator's buffers, or MPI_WIN_NULL */
   char *rma_base;       /* this rank's part of it (unaligned) */
+  /* set-up: the method asked for could not run on every rank (why) */
+  int refused;
+  char why[200];
 };
 
 /* Total bytes of an aggregator's header and buffers, before alignment. */
@@ -184,12 +188,16 @@ int aggio__tp_round_moved(struct aggio__op *op);
 
 struct aggio__exchange_ops {
   const char *name; /* as aggio_exchange names it, and aggio_exchange_selected reports */
-  /* Per-file set-up at the strategy's first operation, collective over
-   * fh->comm (every rank calls it, also after a local failure).  Sets
-   * f->own on aggregators when the method provides their buffers.  Returns
-   * 1 when every rank can use the method, else 0 and why (the same on
-   * every rank): the strategy then falls back to two_sided. */
-  int (*open)(aggio_file fh, struct tp_file *f, char *why, size_t whylen);
+  /* Per-file set-up at the strategy's first operation: the first of its
+   * steps, run on every rank (the strategy's state exists on every rank by
+   * then), the last going on with aggio__tp_exchange_ready.  Sets f->own
+   * on aggregators when the method provides their buffers.  When the
+   * method cannot run on every rank it sets f->refused and f->why (the
+   * same on every rank), and the strategy sets up two_sided instead.  A
+   * method that needs MPI's blocking collectives (RMA windows) runs only in
+   * a blocking operation (op->blocking). */
+  aggio__step_fn setup;
+  /* Frees it: collectively where the set-up was blocking (RMA) */
   void (*close)(aggio_file fh, struct tp_file *f);
   /* The first step of round t->k's exchange, once the aggregators have
    * planned their windows (t->window, the slot's lo and runs) and filled
@@ -197,6 +205,13 @@ struct aggio__exchange_ops {
    * aggio__tp_round_moved. */
   aggio__step_fn round;
 };
+
+/* The last step of an exchange's set-up (strategy_two_phase.c). */
+int aggio__tp_exchange_ready(struct aggio__op *op);
+/* The file's two-phase state (during its set-up too). */
+static inline struct tp_file *aggio__tp_file(aggio_file fh) {
+  return (struct tp_file *)fh->strategy_state[aggio__strategy_two_phase.id];
+}
 
 extern const struct aggio__exchange_ops aggio__exchange_two_sided;
 extern const struct aggio__exchange_ops aggio__exchange_rma;

@@ -2,12 +2,13 @@
  * errors.c - aggio's errors as MPI error classes and codes, and the file
  * error handlers (MPI 3.1 sections 8.3.3 and 13.7).
  *
- * Codes.  Each AGGIO_ERR_* maps to one MPI class (the table below).  For
- * each class in use the library adds one MPI error code of that class
- * (MPI_Add_error_code), so MPI_Error_class gives the class the standard
- * names, and MPI_Error_string - which this library also defines - gives
- * aggio's message of the last failure with that code ("rank 3: open(/x):
- * Permission denied").  Where the MPI library refuses to add a code the
+ * Codes.  Each AGGIO_ERR_* maps to one MPI class (the table below).  Each
+ * error reported gets an MPI error code of its own (MPI_Add_error_code, of
+ * that class), so MPI_Error_class gives the class the standard names, and
+ * MPI_Error_string - which this library also defines - gives that error's
+ * message ("rank 3: open(/x): Permission denied"), however many errors
+ * came after it.  MPI cannot free an added code, so they are recycled
+ * (below, "added codes").  Where the MPI library refuses to add a code the
  * class itself is returned and MPI_Error_string is the MPI library's.
  *
  * Handlers.  MPI's handler objects cannot be invoked on a file that is not
@@ -59,46 +60,103 @@ static int class_of(int aggio_code) {
 }
 
 /* ---- added codes and their messages ----------------------------------- */
+/*
+ * A code per distinct message (class and text): the same message again
+ * gets its code again, so a program failing in a loop adds no codes.  The
+ * texts of the last MPIIO_KEPT messages are kept; an older code says that
+ * its message is gone rather than show another error's.  At most
+ * MPIIO_MAX_CODES codes are added (and one more for each class met only
+ * after that); past that a new message takes the code of its class whose
+ * message went longest ago (or, when none of its class has gone, the
+ * oldest of its class).  Only then can an old code read a newer message:
+ * MPI gives no way to tell the two errors apart.
+ */
 
-#define MPIIO_MAX_CODES 64
+#define MPIIO_KEPT 64
+#define MPIIO_MAX_CODES 256
+#define MPIIO_CLASSES 64 /* more than the classes aggio reports */
 #define MPIIO_MSG_LEN 512
 
 struct added_code {
   int mpi_class;
   int code;
-  char msg[MPIIO_MSG_LEN]; /* the last message given with this code */
+  int kept;           /* its message's index in kept[], -1 once gone */
+  unsigned long used; /* when it was last given (tick) */
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static struct added_code codes[MPIIO_MAX_CODES];
+static struct added_code codes[MPIIO_MAX_CODES + MPIIO_CLASSES];
 static int ncodes;
+static char kept[MPIIO_KEPT][MPIIO_MSG_LEN];
+static int nkept; /* entries of kept[] ever used; then every one is */
+static unsigned long tick;
 
-/* The added code of mpi_class, made on first use; the class itself when the
- * MPI library refuses (locked). */
-static struct added_code *code_of_class(int mpi_class) {
+/* The code whose kept message is cls/msg, or NULL (locked). */
+static struct added_code *code_of_message(int mpi_class, const char *msg) {
   for (int i = 0; i < ncodes; i++)
-    if (codes[i].mpi_class == mpi_class)
+    if (codes[i].mpi_class == mpi_class && codes[i].kept >= 0 &&
+        strcmp(kept[codes[i].kept], msg) == 0)
       return &codes[i];
-  if (ncodes == MPIIO_MAX_CODES)
-    return NULL;
-  int code = mpi_class;
-  if (PMPI_Add_error_code(mpi_class, &code) != MPI_SUCCESS)
-    return NULL;
-  struct added_code *c = &codes[ncodes++];
-  c->mpi_class = mpi_class;
-  c->code = code;
-  c->msg[0] = '\0';
-  return c;
+  return NULL;
+}
+
+/* The code of mpi_class given longest ago, one whose message is gone
+ * before one whose message is kept; NULL when the class has none (locked). */
+static struct added_code *oldest_of_class(int mpi_class) {
+  struct added_code *best = NULL;
+  for (int i = 0; i < ncodes; i++) {
+    struct added_code *c = &codes[i];
+    if (c->mpi_class != mpi_class)
+      continue;
+    int gone = c->kept < 0, best_gone = best && best->kept < 0;
+    if (!best || gone > best_gone || (gone == best_gone && c->used < best->used))
+      best = c;
+  }
+  return best;
+}
+
+/* The code of mpi_class to carry a new message: a new one while fewer than
+ * MPIIO_MAX_CODES exist, or when the class has none yet (so that a class
+ * met late still gets its messages: at most MPIIO_CLASSES more); else the
+ * class's oldest (locked).  NULL when the MPI library adds no code. */
+static struct added_code *code_for(int mpi_class) {
+  struct added_code *old = oldest_of_class(mpi_class);
+  int code;
+  int room =
+      ncodes < MPIIO_MAX_CODES || (!old && ncodes < MPIIO_MAX_CODES + MPIIO_CLASSES);
+  if (room && PMPI_Add_error_code(mpi_class, &code) == MPI_SUCCESS) {
+    codes[ncodes] = (struct added_code){mpi_class, code, -1, 0};
+    return &codes[ncodes++];
+  }
+  return old;
+}
+
+/* A slot of kept[] for c's message: a free one, else the one of the code
+ * given longest ago, whose message is then gone (locked). */
+static int kept_slot(struct added_code *c) {
+  if (c->kept >= 0)
+    return c->kept;
+  if (nkept < MPIIO_KEPT)
+    return nkept++;
+  struct added_code *oldest = NULL;
+  for (int i = 0; i < ncodes; i++)
+    if (codes[i].kept >= 0 && (!oldest || codes[i].used < oldest->used))
+      oldest = &codes[i];
+  int slot = oldest->kept; /* MPIIO_KEPT messages are kept: one exists */
+  oldest->kept = -1;
+  return slot;
 }
 
 int mpiio_error_with_message(int mpi_class, const char *msg) {
   pthread_mutex_lock(&lock);
-  struct added_code *c = code_of_class(mpi_class);
-  int code = mpi_class;
-  if (c) {
-    code = c->code;
-    snprintf(c->msg, sizeof c->msg, "%s", msg);
+  struct added_code *c = code_of_message(mpi_class, msg);
+  if (!c && (c = code_for(mpi_class)) != NULL) {
+    c->kept = kept_slot(c);
+    snprintf(kept[c->kept], sizeof kept[c->kept], "%s", msg);
   }
+  int code = c ? c->code : mpi_class;
+  if (c)
+    c->used = ++tick;
   pthread_mutex_unlock(&lock);
   return code;
 }
@@ -116,21 +174,41 @@ int mpiio_error_code(int aggio_code, int amode) {
   return mpiio_error_with_message(cls, msg);
 }
 
+/* The text of an added code (locked): its message, or, once that is gone,
+ * what it was and that it is gone.  0 when the code is not aggio's. */
+static int added_code_text(int errorcode, char *string) {
+  for (int i = 0; i < ncodes; i++) {
+    const struct added_code *c = &codes[i];
+    if (c->code != errorcode || c->code == c->mpi_class)
+      continue;
+    if (c->kept >= 0) {
+      snprintf(string, MPI_MAX_ERROR_STRING, "%s", kept[c->kept]);
+      return 1;
+    }
+    char cls[MPI_MAX_ERROR_STRING] = "";
+    int len = 0;
+    PMPI_Error_string(c->mpi_class, cls, &len);
+    snprintf(string, MPI_MAX_ERROR_STRING,
+             "aggio: %s (this error's message is no longer kept: aggio keeps the "
+             "last %d)",
+             cls, MPIIO_KEPT);
+    return 1;
+  }
+  return 0;
+}
+
 /* MPI_Error_string: aggio's message for aggio's codes. */
 int MPI_Error_string(int errorcode, char *string, int *resultlen) {
   int found = 0;
   if (string && resultlen) {
     pthread_mutex_lock(&lock);
-    for (int i = 0; i < ncodes && !found; i++)
-      if (codes[i].code == errorcode && codes[i].code != codes[i].mpi_class &&
-          codes[i].msg[0]) {
-        snprintf(string, MPI_MAX_ERROR_STRING, "%s", codes[i].msg);
-        *resultlen = (int)strlen(string);
-        found = 1;
-      }
+    found = added_code_text(errorcode, string);
     pthread_mutex_unlock(&lock);
   }
-  return found ? MPI_SUCCESS : PMPI_Error_string(errorcode, string, resultlen);
+  if (!found)
+    return PMPI_Error_string(errorcode, string, resultlen);
+  *resultlen = (int)strlen(string);
+  return MPI_SUCCESS;
 }
 
 /* ---- handlers ------------------------------------------------------------- */

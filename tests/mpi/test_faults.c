@@ -7,8 +7,11 @@
  *     every rank returns the same outcome, none hangs;
  *   - a failing fstat on the rank that used to find the end of file for a
  *     collective read, and under MPI_MODE_APPEND at open;
- *   - writes behind the calls failing with EIO: the next collective call,
- *     sync or close reports it on every rank, exactly once;
+ *   - writes behind the calls failing with EIO, once on every rank (one
+ *     emulated node each): the next collective call, sync or close reports
+ *     each failure on every rank, exactly once, naming the failing rank and
+ *     pwrite, and the file works again;
+ *   - fsync failing with EINVAL or EROFS: sync reports it on every rank;
  *   - direct I/O from unaligned memory on several I/O threads at once (the
  *     bounce buffers must not be shared).
  *
@@ -19,6 +22,7 @@
 #include "harness.h"
 #include "internal.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
@@ -150,48 +154,161 @@ static void t_fstat(void) {
     aggio_file_close(&fh);
 }
 
-/* Writes behind the calls fail (the first system write of each rank that
- * writes): the failure is reported, on every rank, by the next collective
- * call, or by sync, a collective read or close; never lost, and never
- * reported more often than it happened. */
+/* The ranks a deferred report names as failing, as a bit mask: every R of
+ * "rank R: pwrite(" in msg (ranks below 31). */
+static int failing_ranks(const char *msg) {
+  int mask = 0;
+  const char *call = strstr(msg, ": pwrite(");
+  for (; call; call = strstr(call + 1, ": pwrite(")) {
+    const char *p = call;
+    while (p > msg && p[-1] >= '0' && p[-1] <= '9')
+      p--;
+    if (p < call && p - msg >= 5 && strncmp(p - 5, "rank ", 5) == 0 && atoi(p) < 31)
+      mask |= 1 << atoi(p);
+  }
+  return mask;
+}
+
+/* Bookkeeping of one t_deferred run on this rank. */
+struct reports {
+  int named[31]; /* reports that named each rank's failure */
+  int unnamed;   /* reports that named no failed pwrite of a rank */
+};
+
+/* One call's outcome: agreed on every rank and, when it is a report, a
+ * deferred EIO whose message names the same failures on every rank. */
+static void note(struct reports *r, int rc, const char *what) {
+  agreed(rc, what);
+  if (rc == 0)
+    return;
+  const char *msg = aggio_error_message();
+  CHECK(rc == AGGIO_ERR_IO, "%s: rank %d: a deferred EIO reported as %d (%s)", what, rank,
+        rc, msg);
+  int mask = failing_ranks(msg), any, all;
+  MPI_Allreduce(&mask, &any, 1, MPI_INT, MPI_BOR, MPI_COMM_WORLD);
+  MPI_Allreduce(&mask, &all, 1, MPI_INT, MPI_BAND, MPI_COMM_WORLD);
+  CHECK(any == all,
+        "%s: the ranks name different failures (ranks %#x on some, %#x on all): "
+        "rank %d has '%s'",
+        what, any, all, rank, msg);
+  r->unnamed += mask == 0;
+  for (int q = 0; q < 31; q++)
+    r->named[q] += (mask >> q) & 1;
+}
+
+/* Writes behind the calls fail: with one emulated node per rank every rank
+ * holds its own blocks and writes them itself, and the first system write
+ * of each fails (pwrite@*#1), so there are exactly nprocs failures, one per
+ * rank.  README ("When write-behind reports errors") promises each of them
+ * reported once, on every rank, by the next collective call, sync (where
+ * 0), collective read (1) or close (2), with a message naming the failing
+ * rank and system call; and the file working again after the reports.  So:
+ * every report is the same error on every rank, naming the same failures
+ * ("rank R: pwrite(...)": one report per failure, or one naming several),
+ * and each rank's failure is named by exactly one report. */
 static void t_deferred(void) {
   enum { N = 64 << 10 };
-  unsigned char *buf = malloc(N);
+  unsigned char *buf = malloc(N), *back = malloc(N);
   memset(buf, 0x5a, N);
+  char nodes[16];
+  snprintf(nodes, sizeof nodes, "%d", nprocs);
   for (int where = 0; where < 3; where++) {
     faults("pwrite@*#1=EIO");
+    setenv("AGGIO_EMULATE_NODES", nodes, 1);
     aggio_file fh = open_with("write_behind", MPI_MODE_CREATE | MPI_MODE_RDWR,
                               "aggio_write_behind_size", "131072");
+    unsetenv("AGGIO_EMULATE_NODES");
     faults(NULL);
     CHECK(fh != AGGIO_FILE_NULL, "open: %s", aggio_error_message());
     if (!fh)
       continue;
-    int reports = 0, rc;
+    CHECK(fh->nnodes == nprocs, "one emulated node per rank: %d nodes", fh->nnodes);
+    struct reports r = {0};
+    char what[96];
     /* whole blocks are written behind the calls */
     for (int k = 0; k < 16; k++) {
-      rc = aggio_file_write_at_all(fh, ((MPI_Offset)k * nprocs + rank) * N, buf, N, MPI_BYTE,
-                                   MPI_STATUS_IGNORE);
-      agreed(rc, "write_at_all while writes behind fail");
-      CHECK(rc == 0 || rc == AGGIO_ERR_IO, "rank %d: a deferred EIO reported as %d (%s)", rank,
-            rc, aggio_error_message());
-      CHECK(rc == 0 || strstr(aggio_error_message(), "rank"), "message: %s",
-            aggio_error_message());
-      reports += rc != 0;
+      snprintf(what, sizeof what, "write_at_all %d while writes behind fail (where %d)",
+               k, where);
+      note(&r, aggio_file_write_at_all(fh, ((MPI_Offset)k * nprocs + rank) * N, buf, N,
+                                       MPI_BYTE, MPI_STATUS_IGNORE), what);
     }
-    /* what is left is reported by sync (where 0), a collective read (1) or
-     * close (2) */
-    rc = where == 0 ? aggio_file_sync(fh)
-         : where == 1 ? aggio_file_read_at_all(fh, 0, buf, 1, MPI_BYTE, MPI_STATUS_IGNORE)
-                      : 0;
-    agreed(rc, "sync or read after failed writes behind");
-    reports += rc != 0;
-    rc = aggio_file_close(&fh);
-    agreed(rc, "close after failed writes behind");
-    reports += rc != 0;
-    CHECK(reports >= 1 && reports <= nprocs, "rank %d: %d reports of at most %d failures "
-          "(where %d)", rank, reports, nprocs, where);
+    snprintf(what, sizeof what, "%s after failed writes behind",
+             where == 0 ? "sync" : where == 1 ? "read_at_all" : "close");
+    if (where == 0)
+      note(&r, aggio_file_sync(fh), what);
+    else if (where == 1)
+      note(&r, aggio_file_read_at_all(fh, 0, back, 1, MPI_BYTE, MPI_STATUS_IGNORE), what);
+    if (where < 2) {
+      /* after the reports the file works again: a new write reaches it */
+      MPI_Offset at = ((MPI_Offset)16 * nprocs + rank) * N;
+      memset(buf, 0x33 + where, N);
+      int rc = aggio_file_write_at_all(fh, at, buf, N, MPI_BYTE, MPI_STATUS_IGNORE);
+      note(&r, rc, "write after the reports");
+      note(&r, aggio_file_sync(fh), "sync after the reports");
+      memset(back, 0, N);
+      rc = aggio_file_read_at_all(fh, at, back, N, MPI_BYTE, MPI_STATUS_IGNORE);
+      note(&r, rc, "read after the reports");
+      CHECK(rc == 0 && memcmp(buf, back, N) == 0, "rank %d: the write after the reports "
+            "did not reach the file (where %d)", rank, where);
+      memset(buf, 0x5a, N);
+    }
+    note(&r, aggio_file_close(&fh), "close after failed writes behind");
+    CHECK(r.unnamed == 0,
+          "rank %d: %d reports name no failing rank and pwrite (where %d)", rank,
+          r.unnamed, where);
+    for (int q = 0; q < nprocs && q < 31; q++)
+      CHECK(r.named[q] == 1, "rank %d: rank %d's failure reported %d times (where %d)",
+            rank, q, r.named[q], where);
   }
   free(buf);
+  free(back);
+}
+
+/* fsync failing with EINVAL or EROFS on the last rank: sync must not call
+ * the data durable.  Every rank returns AGGIO_ERR_IO, the failing rank's
+ * message names fsync and the errno, the others name the failing rank;
+ * the next sync (fsync working again) succeeds and the data is there. */
+static void t_fsync(void) {
+  enum { N = 4096 };
+  static const struct {
+    const char *name;
+    int err;
+  } errs[] = {{"EINVAL", EINVAL}, {"EROFS", EROFS}};
+  unsigned char buf[N], back[N];
+  for (int i = 0; i < N; i++)
+    buf[i] = pat(rank, i);
+  for (int k = 0; k < 2; k++) {
+    char spec[64];
+    snprintf(spec, sizeof spec, "fsync@%d#1=%s", nprocs - 1, errs[k].name);
+    faults(spec);
+    aggio_file fh = open_with("two_phase", MPI_MODE_CREATE | MPI_MODE_RDWR, NULL, NULL);
+    faults(NULL);
+    CHECK(fh != AGGIO_FILE_NULL, "open: %s", aggio_error_message());
+    if (!fh)
+      continue;
+    int rc = aggio_file_write_at_all(fh, (MPI_Offset)rank * N, buf, N, MPI_BYTE,
+                                     MPI_STATUS_IGNORE);
+    CHECK(rc == 0, "write: %s", aggio_error_message());
+    rc = aggio_file_sync(fh);
+    const char *msg = aggio_error_message();
+    char want[64];
+    snprintf(want, sizeof want, "rank %d", nprocs - 1);
+    CHECK(rc == AGGIO_ERR_IO, "rank %d: sync after fsync failed with %s returned %d (%s)",
+          rank, errs[k].name, rc, rc ? msg : "success");
+    if (rank == nprocs - 1)
+      CHECK(rc != 0 && strstr(msg, "fsync") && strstr(msg, strerror(errs[k].err)),
+            "the message names fsync and %s: %s", errs[k].name, msg);
+    else
+      CHECK(rc != 0 && strstr(msg, want), "the message names %s: %s", want, msg);
+    rc = aggio_file_sync(fh);
+    CHECK(rc == 0, "the next sync: %s", aggio_error_message());
+    memset(back, 0, sizeof back);
+    rc = aggio_file_read_at_all(fh, (MPI_Offset)rank * N, back, N, MPI_BYTE,
+                                MPI_STATUS_IGNORE);
+    CHECK(rc == 0 && memcmp(buf, back, N) == 0, "read back after the failed sync: %d",
+          rc);
+    CHECK(aggio_file_close(&fh) == 0, "close: %s", aggio_error_message());
+  }
 }
 
 /* Four threads write 2 MiB each through direct I/O from unaligned memory:
@@ -265,6 +382,7 @@ int main(int argc, char **argv) {
   t_alloc("node_local", "two_sided");
   t_fstat();
   t_deferred();
+  t_fsync();
   t_bounce();
   return test_finish_mpi(path);
 }

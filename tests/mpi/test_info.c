@@ -1,8 +1,10 @@
 /*
  * test_info.c - hints through their three sources and their precedence,
  * hints changed after open (set_info, set_view), hints the file system
- * cannot honour, a collective whose ranks pass different infos, a hints
- * file that cannot be read or holds a NUL byte, and warnings kept once.
+ * cannot honour (numbers in effect, reasons under aggio_hints_ignored),
+ * cb_nodes as the aggregators in use, a collective whose ranks pass
+ * different infos, a hints file that cannot be read or holds a NUL byte,
+ * and warnings kept once.
  *
  * aggio-test-ranks: 1 2 4
  */
@@ -194,7 +196,17 @@ static void test_warning_once(const char *path) {
   unsetenv("AGGIO_HINTS");
 }
 
-/* A hint the file system cannot honour is kept and marked. */
+/* 1 when v is a whole decimal integer (what atoi/strtol callers such as
+ * HDF5 and PnetCDF need), with its value in *n. */
+static int parse_int(const char *v, long *n) {
+  char *end = NULL;
+  *n = strtol(v, &end, 10);
+  return v[0] != '\0' && end && *end == '\0';
+}
+
+/* A hint the file system cannot honour: its key holds the number in effect
+ * (no stripe count was set: 0), and the value asked with the reason is
+ * under aggio_hints_ignored. */
 static void test_ignored(const char *path) {
   char v[MPI_MAX_INFO_VAL + 1];
   MPI_Info info = info1("striping_factor", "8");
@@ -204,9 +216,64 @@ static void test_ignored(const char *path) {
   CHECK(rc == AGGIO_SUCCESS, "open: %s", aggio_error_message());
   if (rc != AGGIO_SUCCESS)
     return;
+  long n = -1;
   info_value(fh, "striping_factor", v, sizeof v);
-  CHECK(strncmp(v, "ignored:", 8) == 0 && strstr(v, "8"), "striping_factor reported: %s", v);
+  CHECK(parse_int(v, &n) && n == 0, "striping_factor is the number in effect (0): \"%s\"",
+        v);
+  info_value(fh, "striping_unit", v, sizeof v);
+  CHECK(parse_int(v, &n) && n == 0, "striping_unit is a number: \"%s\"", v);
+  info_value(fh, "aggio_hints_ignored", v, sizeof v);
+  CHECK(strstr(v, "striping_factor=8: ") &&
+            (strstr(v, "does not stripe") || strstr(v, "no Lustre layout")),
+        "the reason is under aggio_hints_ignored: \"%s\"", v);
   aggio_file_close(&fh);
+}
+
+/* The emulated node (block distribution, as aggio_emulate_nodes splits a
+ * real node's ranks) and this rank's place in it. */
+static int place_in_emulated_node(int hrank, int hsize, int k) {
+  if (k > hsize)
+    k = hsize;
+  int base = hsize / k, extra = hsize % k, cut = extra * (base + 1);
+  if (hrank < cut)
+    return hrank % (base + 1);
+  return (hrank - cut) % base;
+}
+
+/* cb_nodes reads back as the aggregators the file uses: cb_config_list=*:2
+ * on two emulated nodes per host gives two per node (fewer on a node with
+ * one rank), whatever the hint's default 0 says; an explicit cb_nodes caps
+ * them. */
+static void test_cb_nodes(const char *path, int rank, int nprocs) {
+  MPI_Comm host;
+  int hrank, hsize, expect = 0;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &host);
+  MPI_Comm_rank(host, &hrank);
+  MPI_Comm_size(host, &hsize);
+  MPI_Comm_free(&host);
+  int mine = place_in_emulated_node(hrank, hsize, 2) < 2;
+  MPI_Allreduce(&mine, &expect, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  for (int cap = 0; cap <= 1; cap++) {
+    MPI_Info info = info1("cb_config_list", "*:2");
+    MPI_Info_set(info, "aggio_emulate_nodes", "2");
+    if (cap)
+      MPI_Info_set(info, "cb_nodes", "1");
+    aggio_file fh;
+    int rc =
+        aggio_file_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, info, &fh);
+    MPI_Info_free(&info);
+    CHECK(rc == AGGIO_SUCCESS, "open: %s", aggio_error_message());
+    if (rc != AGGIO_SUCCESS)
+      return;
+    char v[MPI_MAX_INFO_VAL + 1];
+    long n = -1;
+    info_value(fh, "cb_nodes", v, sizeof v);
+    int want = cap ? 1 : expect;
+    CHECK(parse_int(v, &n) && n == want,
+          "cb_nodes is the number of aggregators (%d of %d ranks): \"%s\"", want, nprocs,
+          v);
+    aggio_file_close(&fh);
+  }
 }
 
 int main(int argc, char **argv) {
@@ -219,6 +286,7 @@ int main(int argc, char **argv) {
   test_precedence(path, rank);
   test_after_open(path, rank, nprocs);
   test_ignored(path);
+  test_cb_nodes(path, rank, nprocs);
   test_hints_file_problems(path, rank);
   test_warning_once(path);
   return test_finish_mpi(path);

@@ -1,5 +1,6 @@
 /*
- * test_mpiio_errors.c - errors as MPI error classes, MPI_Error_string,
+ * test_mpiio_errors.c - errors as MPI error classes, MPI_Error_string
+ * (a code and a message per error, codes recycled from a bounded pool),
  * file error handlers (the default MPI_ERRORS_RETURN, a handler of the
  * program's own: set, get, call, kept alive after MPI_Errhandler_free, on
  * MPI_FILE_NULL for failed opens), MPI_File_c2f/f2c and the refused data
@@ -60,6 +61,76 @@ static void open_errors(const char *path, const char *dir) {
     CHECK(error_class(rc) == MPI_ERR_BAD_FILE, "name too long: class %d",
           error_class(rc));
   }
+}
+
+static void error_text(int code, char *msg) {
+  int len = 0;
+  msg[0] = '\0';
+  MPI_Error_string(code, msg, &len);
+}
+
+static int last_used_code(void) {
+  int *v = NULL, flag = 0;
+  MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_LASTUSEDCODE, &v, &flag);
+  return flag && v ? *v : -1;
+}
+
+/* Each error has its own code and message (aggio only: the MPI libraries'
+ * own strings differ): two errors of one class, then one of another, and
+ * the first code still reads its own message and class; the same error
+ * again gives its code again; after 64 newer errors (the messages aggio
+ * keeps) the first says its message is gone instead of showing another's;
+ * hundreds of errors add a bounded number of codes. */
+static void per_error_codes(const char *dir) {
+  char a[600], b[600], msg[MPI_MAX_ERROR_STRING + 1], name[600];
+  snprintf(a, sizeof a, "%s/first-missing-%d.dat", dir, rank);
+  snprintf(b, sizeof b, "%s/second-missing-%d.dat", dir, rank);
+  int ca = MPI_File_delete(a, MPI_INFO_NULL);
+  int cb = MPI_File_delete(b, MPI_INFO_NULL);
+  MPI_File fh = MPI_FILE_NULL;
+  int cc = MPI_File_open(MPI_COMM_SELF, a, MPI_MODE_RDONLY | MPI_MODE_WRONLY,
+                         MPI_INFO_NULL, &fh);
+  CHECK(ca != cb && ca != cc && cb != cc, "three errors, three codes: %d %d %d", ca, cb,
+        cc);
+  error_text(ca, msg);
+  CHECK(strstr(msg, "first-missing") && !strstr(msg, "second-missing"),
+        "the first error's code reads its own message after two more: '%s'", msg);
+  CHECK(error_class(ca) == MPI_ERR_NO_SUCH_FILE, "the first error's class %d",
+        error_class(ca));
+  error_text(cb, msg);
+  CHECK(strstr(msg, "second-missing"), "the second error's message: '%s'", msg);
+  CHECK(error_class(cb) == MPI_ERR_NO_SUCH_FILE && error_class(cc) == MPI_ERR_AMODE,
+        "classes %d %d", error_class(cb), error_class(cc));
+  CHECK(MPI_File_delete(a, MPI_INFO_NULL) == ca, "the same error again: the same code");
+  for (int i = 0; i < 64; i++) {
+    snprintf(name, sizeof name, "%s/later-missing-%d-%d.dat", dir, i, rank);
+    MPI_File_delete(name, MPI_INFO_NULL);
+  }
+  error_text(ca, msg);
+  CHECK(strstr(msg, "no longer kept") && !strstr(msg, "missing"),
+        "after 64 newer errors the first says its message is gone: '%s'", msg);
+  CHECK(error_class(ca) == MPI_ERR_NO_SUCH_FILE, "and keeps its class %d",
+        error_class(ca));
+  int before = last_used_code(), last[2] = {0, 0};
+  for (int i = 0; i < 600; i++) {
+    snprintf(name, sizeof name, "%s/many-missing-%d-%d.dat", dir, i, rank);
+    last[i % 2] = MPI_File_delete(name, MPI_INFO_NULL);
+  }
+  int after = last_used_code();
+  CHECK(before > 0 && after - before <= 256, "600 errors added %d codes (at most 256)",
+        after - before);
+  /* recycled codes carry their new errors' messages */
+  error_text(last[0], msg);
+  CHECK(strstr(msg, "many-missing-598-"), "a recycled code, the 599th error: '%s'", msg);
+  error_text(last[1], msg);
+  CHECK(strstr(msg, "many-missing-599-") && error_class(last[1]) == MPI_ERR_NO_SUCH_FILE,
+        "a recycled code, the 600th error: '%s'", msg);
+  /* a class first met after all that still gets a code and its message */
+  int cd = MPI_Register_datarep("late", MPI_CONVERSION_FN_NULL, MPI_CONVERSION_FN_NULL,
+                                NULL, NULL);
+  error_text(cd, msg);
+  CHECK(error_class(cd) == MPI_ERR_UNSUPPORTED_DATAREP && strstr(msg, "\"late\""),
+        "a class met late: class %d, '%s'", error_class(cd), msg);
 }
 
 static void access_errors(const char *path) {
@@ -196,6 +267,8 @@ int main(int argc, char **argv) {
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
   open_errors(path, test_dir());
+  if (aggio)
+    per_error_codes(test_dir());
   access_errors(path);
   handlers(path);
   fortran_handles(path);

@@ -365,6 +365,25 @@ static void test_set_clears_ignored(void) {
         "new value clears ignored");
 }
 
+/* The value in effect: a numeric hint not honoured is its default (what
+ * aggio applies instead), a text one keeps what was asked. */
+static void test_effective(void) {
+  struct aggio__hints h;
+  aggio__hints_defaults(&h);
+  const struct aggio__hint_desc *sf = aggio__hint_find("striping_factor");
+  const struct aggio__hint_desc *io = aggio__hint_find("aggio_direct_io");
+  aggio__hints_set(&h, "striping_factor", "8", AGGIO_HS_INFO, NULL, 0);
+  aggio__hints_set(&h, "aggio_direct_io", "enable", AGGIO_HS_INFO, NULL, 0);
+  CHECK(strcmp(aggio__hint_effective(sf, &h.striping_factor), "8") == 0,
+        "honoured: the value set");
+  snprintf(h.striping_factor.ignored, sizeof h.striping_factor.ignored, "no striping");
+  snprintf(h.direct_io.ignored, sizeof h.direct_io.ignored, "refused");
+  CHECK(strcmp(aggio__hint_effective(sf, &h.striping_factor), "0") == 0,
+        "ignored number: the default, %s", aggio__hint_effective(sf, &h.striping_factor));
+  CHECK(strcmp(aggio__hint_effective(io, &h.direct_io), "enable") == 0,
+        "ignored text: kept, %s", aggio__hint_effective(io, &h.direct_io));
+}
+
 /* The SimGrid build's hints: defaults forced quietly, a user's other
  * choice kept visible as ignored, and what needs no forcing left alone. */
 static void test_simulated(void) {
@@ -652,6 +671,7 @@ int main(void) {
   test_set_codes();
   test_set_malformed_keeps_value();
   test_set_clears_ignored();
+  test_effective();
   test_simulated();
   test_env_basic();
   test_env_patterns();
