@@ -265,6 +265,14 @@ AGGIO_API int aggio_file_set_info(aggio_file fh, MPI_Info info);
  * under aggio_hints_ignored (docs/hints.md). */
 AGGIO_API int aggio_file_get_info(aggio_file fh, MPI_Info *info_used);
 
+/* Runs one progress pass over this process's outstanding non-blocking
+ * operations (every file), without waiting: at thread levels below
+ * MPI_THREAD_MULTIPLE their exchanges advance only inside aggio calls, so
+ * a program computing for long, or a layer that waits in MPI on behalf of
+ * aggio's operations, calls this now and then.  Returns 1 when some step
+ * ran, else 0. */
+AGGIO_API int aggio_progress(void);
+
 /* ---- errors --------------------------------------------------------------- */
 
 /* Short, static text for an AGGIO_* code. */

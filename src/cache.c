@@ -83,6 +83,9 @@ struct aggio__cache {
   int64_t block;
   int nslots;
   int host;            /* this rank runs I/O threads */
+  int nranks;          /* ranks sharing the cache */
+  int64_t *done;       /* [nranks], in the window: each rank's blocking
+                        * collective writes whose data is in the cache */
   double max_age;      /* seconds written data may wait in a slot (0: no bound) */
   pthread_t thread[THREADS];
   int nthreads;
@@ -735,16 +738,39 @@ int64_t aggio__cache_unwritten(struct aggio__cache *c, char *msg, size_t len, in
 
 int64_t aggio__cache_block(const struct aggio__cache *c) { return c->block; }
 
+/* ---- blocking collective writes, seen by the node's other ranks -------------------------- */
+
+void aggio__cache_copied(struct aggio__cache *c) {
+  lock_cache(c);
+  c->done[c->shm.me]++;
+  changed(c);
+  unlock_cache(c);
+}
+
+/* Only blocking writes are waited for: their writers finish the copy in
+ * the call, needing no other rank, so the wait ends; a non-blocking
+ * write's data is MPI's to show only once its writer has completed it
+ * (and synced), and its copy may wait for the writer's next aggio call. */
+void aggio__cache_quiesce(struct aggio__cache *c, int64_t writes) {
+  lock_cache(c);
+  for (int j = 0; j < c->nranks;)
+    if (c->done[j] < writes)
+      help_or_wait(c);
+    else
+      j++;
+  unlock_cache(c);
+}
+
 /* ---- making and freeing ---------------------------------------------------------------------- */
 
-void aggio__cache_header(int64_t *fixed, int64_t *per_slot) {
-  *fixed = (int64_t)sizeof(struct shared);
+void aggio__cache_header(int nranks, int64_t *fixed, int64_t *per_slot) {
+  *fixed = (int64_t)sizeof(struct shared) + nranks * (int64_t)sizeof(int64_t);
   *per_slot = (int64_t)sizeof(struct slot);
 }
 
-static int64_t header_bytes(int nslots, int64_t align) {
+static int64_t header_bytes(int nranks, int nslots, int64_t align) {
   int64_t fixed, per_slot;
-  aggio__cache_header(&fixed, &per_slot);
+  aggio__cache_header(nranks, &fixed, &per_slot);
   return aggio__round_up(fixed + nslots * per_slot, align);
 }
 
@@ -791,7 +817,10 @@ static char *header_at(const struct aggio__cache *c, char *base) {
  * lock must be whole before the first thread takes it. */
 static int init_header(char *base, void *arg) {
   struct aggio__cache *c = arg;
-  return init_shared((struct shared *)header_at(c, base), c->nslots);
+  struct shared *sh = (struct shared *)header_at(c, base);
+  int rc = init_shared(sh, c->nslots);
+  memset(&sh->slot[c->nslots], 0, (size_t)c->nranks * sizeof(int64_t));
+  return rc;
 }
 
 struct aggio__cache *aggio__cache_alloc(aggio_file fh, int64_t block, int nslots, int host,
@@ -811,7 +840,8 @@ int aggio__cache_make_window(struct aggio__op *op, struct aggio__cache *c, MPI_C
                              aggio__step_fn then) {
   aggio_file fh = op->fh;
   int64_t fixed, per_slot, align = fh->dio_align > 4096 ? fh->dio_align : 4096;
-  aggio__cache_header(&fixed, &per_slot);
+  MPI_Comm_size(comm, &c->nranks);
+  aggio__cache_header(c->nranks, &fixed, &per_slot);
   size_t bytes = (size_t)aggio__cache_window_bytes(c->block, c->nslots, align, fixed, per_slot);
   c->then = then;
   c->shm.init = init_header;
@@ -836,7 +866,8 @@ static int window_made(struct aggio__op *op) {
   }
   char *p = header_at(c, c->shm.base);
   c->sh = (struct shared *)p;
-  c->data = p + header_bytes(c->nslots, align);
+  c->done = (int64_t *)(void *)&c->sh->slot[c->nslots];
+  c->data = p + header_bytes(c->nranks, c->nslots, align);
   if (c->host && op->err.code == 0)
     start_threads(c);
   return aggio__then(op, c->then, AGGIO_P_PLAN);

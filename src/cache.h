@@ -26,9 +26,10 @@
 
 struct aggio__cache;
 
-/* The bytes of the cache's header: fixed, and per slot (for
- * aggio__cache_geometry, which keeps the whole window within the budget). */
-void aggio__cache_header(int64_t *fixed, int64_t *per_slot);
+/* The bytes of the cache's header for nranks ranks sharing it: fixed, and
+ * per slot (for aggio__cache_geometry, which keeps the whole window within
+ * the budget). */
+void aggio__cache_header(int nranks, int64_t *fixed, int64_t *per_slot);
 /* A cache of nslots blocks of `block` bytes, its window not made yet:
  * `host` ranks will run the I/O threads; written data waits at most
  * max_age seconds in the cache (0: no bound).  Local; NULL without
@@ -66,6 +67,14 @@ int64_t aggio__cache_put_some(struct aggio__cache *c, int64_t off, int64_t len, 
  * error of a load. */
 int aggio__cache_get(struct aggio__cache *c, int64_t off, int64_t len, char *dst,
                      int64_t *eof, struct aggio__err *e);
+
+/* This rank's blocking collective write has all its data in the cache. */
+void aggio__cache_copied(struct aggio__cache *c);
+/* Waits until every rank of the cache has copied in `writes` blocking
+ * collective writes: a rank that returned from a collective write may then
+ * read what the others wrote in it, as MPI libraries that write through
+ * allow (ROMIO's collective write ends with an agreement). */
+void aggio__cache_quiesce(struct aggio__cache *c, int64_t writes);
 
 /* Writes out every dirty block and waits for the node's writes to end; with
  * `drop`, forgets every block read or written.  0, or a deferred error

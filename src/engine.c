@@ -360,7 +360,7 @@ static void contributions(struct aggio__op *op, struct aggio__call_summary *mine
   struct aggio__err held = {0};
   for (int i = 0; i < AGGIO_NSTRATEGIES; i++) {
     const struct aggio__strategy_ops *s = aggio__strategy_at(i);
-    if (s && s->contribute && (fh->strategy_ready & (1u << i)))
+    if (s && s->contribute && aggio__ready(fh, i))
       s->contribute(fh, fh->strategy_state[i], mine, op->err.code ? NULL : &held);
   }
   aggio__op_deferred(op, &held);
@@ -378,7 +378,7 @@ void aggio__deferred_agreed(aggio_file fh, int64_t mine, int64_t agreed) {
     return;
   for (int i = 0; i < AGGIO_NSTRATEGIES; i++) {
     const struct aggio__strategy_ops *s = aggio__strategy_at(i);
-    if (s && s->reported && (fh->strategy_ready & (1u << i)))
+    if (s && s->reported && aggio__ready(fh, i))
       s->reported(fh, fh->strategy_state[i]);
   }
 }
@@ -418,8 +418,9 @@ int aggio__step_summarize(struct aggio__op *op) {
   aggio__summary_mine(&op->mine, &op->acc.file, op->acc.nbytes,
                       aggio__err_encode(op->err.code, fh->rank),
                       c.flags | (fh->opened ? 0 : AGGIO_SF_NOT_OPENED) |
-                          (fh->wrote_alone ? AGGIO_SF_INDEPENDENT : 0));
-  fh->wrote_alone = 0;
+                          (__atomic_exchange_n(&fh->wrote_alone, 0, __ATOMIC_RELAXED)
+                               ? AGGIO_SF_INDEPENDENT
+                               : 0));
   op->mine.held_lo = c.held_lo;
   op->mine.held_hi = c.held_hi;
   op->mine.mergeable = op->mine.offered_max = 1;
@@ -443,7 +444,9 @@ static const struct aggio__strategy_ops *choose(struct aggio__op *op) {
     snprintf(why, sizeof why, "atomic mode: %s keeps data between calls; two_phase", s->name);
     s = &aggio__strategy_two_phase;
   }
+  pthread_mutex_lock(&fh->info_lock); /* get_info may read it meanwhile */
   fh->strategy_used = s->name;
+  pthread_mutex_unlock(&fh->info_lock);
   if (fh->stats && why[0])
     snprintf(fh->stats->auto_choice, sizeof fh->stats->auto_choice, "%s: %s", s->name, why);
   return s;
@@ -508,7 +511,7 @@ int aggio__op_agree_then(struct aggio__op *op, aggio__step_fn then, int phase) {
 static int step_init(struct aggio__op *op) {
   aggio_file fh = op->fh;
   const struct aggio__strategy_ops *s = op->strategy;
-  if (s->setup && !(fh->strategy_ready & (1u << s->id))) {
+  if (s->setup && !aggio__ready(fh, s->id)) {
     op->setting_up = s;
     return aggio__then(op, s->setup, AGGIO_P_PLAN);
   }
@@ -520,15 +523,15 @@ static int step_set_up(struct aggio__op *op) {
   aggio_file fh = op->fh;
   const struct aggio__strategy_ops *s = op->setting_up;
   op->setting_up = NULL;
-  fh->strategy_ready |= 1u << s->id;
   fh->strategy_refused &= ~(1u << s->id);
+  aggio__set_ready(fh, s->id, 1);
   aggio__then(op, NULL, AGGIO_P_PLAN);
   return op->strategy ? s->start(op) : AGGIO_STEP_NEXT;
 }
 
 int aggio__strategy_prepare(aggio_file fh, const struct aggio__strategy_ops *s,
                             struct aggio__err *e) {
-  if (!s->setup || (fh->strategy_ready & (1u << s->id)))
+  if (!s->setup || aggio__ready(fh, s->id))
     return 0;
   struct aggio__op op;
   struct aggio__stats *stats = fh->stats;
@@ -570,7 +573,7 @@ static void setup_failed(struct aggio__op *op) {
   if (s->fini)
     s->fini(fh, fh->strategy_state[s->id]);
   fh->strategy_state[s->id] = NULL;
-  fh->strategy_ready &= ~(1u << s->id);
+  aggio__set_ready(fh, s->id, 0);
   fh->strategy_refused |= 1u << s->id;
 }
 
@@ -603,12 +606,13 @@ static int step_independent(struct aggio__op *op) {
     return aggio__then(op, NULL, AGGIO_P_WRITE);
   for (int i = 0; i < AGGIO_NSTRATEGIES && op->err.code == 0; i++) {
     const struct aggio__strategy_ops *s = aggio__strategy_at(i);
-    if (s && s->before_independent && (fh->strategy_ready & (1u << i)))
+    if (s && s->before_independent && aggio__ready(fh, i))
       s->before_independent(fh, fh->strategy_state[i], &op->acc, &op->err);
   }
   if (op->err.code != 0)
     return aggio__then(op, NULL, AGGIO_P_WRITE);
-  fh->wrote_alone |= op->acc.is_write;
+  if (op->acc.is_write) /* independent calls may run on several threads at once */
+    __atomic_store_n(&fh->wrote_alone, 1, __ATOMIC_RELAXED);
   return aggio__then(op, aggio__independent_io, op->acc.is_write ? AGGIO_P_WRITE : AGGIO_P_READ);
 }
 
@@ -634,7 +638,7 @@ int64_t aggio__access_before_eof(const struct aggio__access *acc, int64_t eof) {
 int aggio__flush_local(aggio_file fh, struct aggio__err *e) {
   for (int i = 0; i < AGGIO_NSTRATEGIES; i++) {
     const struct aggio__strategy_ops *s = aggio__strategy_at(i);
-    if (s && s->flush && (fh->strategy_ready & (1u << i)))
+    if (s && s->flush && aggio__ready(fh, i))
       s->flush(fh, fh->strategy_state[i], e);
   }
   return e->code;
@@ -654,7 +658,7 @@ int64_t aggio__report_unwritten(aggio_file fh, FILE *out) {
   int64_t total = 0;
   for (int i = 0; i < AGGIO_NSTRATEGIES; i++) {
     const struct aggio__strategy_ops *s = aggio__strategy_at(i);
-    if (!s || !s->unwritten || !(fh->strategy_ready & (1u << i)))
+    if (!s || !s->unwritten || !aggio__ready(fh, i))
       continue;
     char msg[AGGIO_ERRMSG_LEN];
     int speaker = 0;

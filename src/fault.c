@@ -98,9 +98,18 @@ struct aggio__faults *aggio__faults_new(int rank) {
 
 void aggio__faults_free(struct aggio__faults *f) { free(f); }
 
+/* Calls of each operation under a rule, in every file of the process (the
+ * fault sweeps count a scenario's calls once, then fail each in turn). */
+static int64_t calls_seen[AGGIO_FAULT_NOPS];
+
+int64_t aggio__fault_calls(enum aggio__fault_op op) {
+  return __atomic_load_n(&calls_seen[op], __ATOMIC_RELAXED);
+}
+
 int aggio__fault(struct aggio__faults *f, enum aggio__fault_op op) {
   if (!f)
     return 0;
+  __atomic_add_fetch(&calls_seen[op], 1, __ATOMIC_RELAXED);
   int64_t k = __atomic_add_fetch(&f->calls[op], 1, __ATOMIC_RELAXED);
   for (int i = 0; i < f->n; i++) {
     const struct rule *r = &f->rule[i];

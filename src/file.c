@@ -167,11 +167,12 @@ static void drop_view(struct aggio__view *v) {
 static void strategies_fini(aggio_file fh) {
   for (int i = 0; i < AGGIO_NSTRATEGIES; i++) {
     const struct aggio__strategy_ops *s = aggio__strategy_at(i);
-    if ((fh->strategy_ready & (1u << i)) && s->fini)
+    int was = aggio__ready(fh, i);
+    aggio__set_ready(fh, i, 0); /* before it goes, for any thread that looks */
+    if (was && s->fini)
       s->fini(fh, fh->strategy_state[i]);
     fh->strategy_state[i] = NULL;
   }
-  fh->strategy_ready = 0;
   fh->strategy_refused = 0;
 }
 
@@ -194,6 +195,7 @@ static void release(aggio_file fh) {
   aggio__faults_free(fh->faults);
   free(fh->path);
   pthread_mutex_destroy(&fh->trace_lock);
+  pthread_mutex_destroy(&fh->info_lock);
   free(fh);
 }
 
@@ -214,17 +216,26 @@ static int make_summary_op(aggio_file fh) {
   return 0;
 }
 
+/* The handle, its path and its communicator.  AGGIO_FAULTS (fault.c) is
+ * read first, so that the tests reach the handle's own allocations too;
+ * a rank that fails here still takes part in the dup, and the open's
+ * agreement that follows fails every rank. */
 static aggio_file new_handle(MPI_Comm comm, const char *filename, int amode,
                              struct aggio__err *e) {
-  aggio_file fh = calloc(1, sizeof *fh);
+  int rank;
+  MPI_Comm_rank(comm, &rank);
+  struct aggio__faults *faults = aggio__faults_new(rank);
+  aggio_file fh = aggio__fault(faults, AGGIO_FAULT_ALLOC) ? NULL : calloc(1, sizeof *fh);
   if (!fh) {
     /* the others dup the communicator below: so does this rank, in vain */
     MPI_Comm unused;
     if (MPI_Comm_dup(comm, &unused) == MPI_SUCCESS)
       MPI_Comm_free(&unused);
-    aggio__fail(e, AGGIO_ERR_NOMEM, "out of memory");
+    aggio__faults_free(faults);
+    aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: out of memory for the file handle", rank);
     return NULL;
   }
+  fh->faults = faults;
   fh->comm = MPI_COMM_NULL;
   fh->node_comm = MPI_COMM_NULL;
   fh->summary_type = MPI_DATATYPE_NULL;
@@ -232,24 +243,24 @@ static aggio_file new_handle(MPI_Comm comm, const char *filename, int amode,
   fh->sfp_win = MPI_WIN_NULL;
   fh->store = &aggio__storage_posix;
   pthread_mutex_init(&fh->trace_lock, NULL);
+  pthread_mutex_init(&fh->info_lock, NULL);
   fh->amode = amode;
   fh->auto_previous = -1;
   fh->block = fh->dio_align = 4096;
+  fh->rank = rank;
   default_view(fh);
-  fh->path = strdup(filename);
+  fh->path = aggio__fault(faults, AGGIO_FAULT_ALLOC) ? NULL : strdup(filename);
   /* collective: every rank dups, whatever failed before on this rank */
   if (MPI_Comm_dup(comm, &fh->comm) != MPI_SUCCESS)
     fh->comm = MPI_COMM_NULL;
   if (!fh->path || fh->comm == MPI_COMM_NULL) {
-    aggio__fail(e, AGGIO_ERR_NOMEM, "out of memory or MPI_Comm_dup failed");
+    aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: out of memory or MPI_Comm_dup failed", rank);
     return fh;
   }
   /* The library must never abort the application: MPI errors on the
    * file's communicator come back as codes. */
   MPI_Comm_set_errhandler(fh->comm, MPI_ERRORS_RETURN);
-  MPI_Comm_rank(fh->comm, &fh->rank);
   MPI_Comm_size(fh->comm, &fh->nprocs);
-  fh->faults = aggio__faults_new(fh->rank);
   if (make_summary_op(fh) != 0)
     aggio__fail(e, AGGIO_ERR_MPI, "rank %d: cannot create the summary reduction", fh->rank);
   return fh;
@@ -638,14 +649,15 @@ int aggio__file_size(aggio_file fh, MPI_Offset *size, struct aggio__err *e) {
    * it, and HDF5 compares sizes across ranks) */
   for (int i = 0; i < AGGIO_NSTRATEGIES; i++) {
     const struct aggio__strategy_ops *s = aggio__strategy_at(i);
-    if ((fh->strategy_ready & (1u << i)) && s->held_end) {
+    if (aggio__ready(fh, i) && s->held_end) {
       int64_t end = s->held_end(fh, fh->strategy_state[i]);
       n = end > n ? end : n;
     }
   }
   int64_t twins = aggio__files_twins_end(fh);
   n = twins > n ? twins : n;
-  n = fh->coll_end > n ? fh->coll_end : n;
+  int64_t agreed_end = __atomic_load_n(&fh->coll_end, __ATOMIC_RELAXED);
+  n = agreed_end > n ? agreed_end : n;
   *size = (MPI_Offset)n;
   return 0;
 }
@@ -851,7 +863,11 @@ int aggio_file_get_info(aggio_file fh, MPI_Info *info_used) {
   struct aggio__err e = {0};
   if (!fh || !info_used)
     aggio__fail(&e, fh ? AGGIO_ERR_ARG : AGGIO_ERR_BAD_FILE, "NULL argument");
-  else if (aggio__hints_to_info(&fh->hints, fh->naggr, info_used) != 0)
+  if (e.code != 0)
+    return aggio__finish(&e);
+  /* a progress pass or an I/O thread of another thread may change these */
+  pthread_mutex_lock(&fh->info_lock);
+  if (aggio__hints_to_info(&fh->hints, fh->naggr, info_used) != 0)
     aggio__fail(&e, AGGIO_ERR_MPI, "rank %d: MPI_Info_create failed", fh->rank);
   else
     placement_info(fh, *info_used);
@@ -861,5 +877,6 @@ int aggio_file_get_info(aggio_file fh, MPI_Info *info_used) {
     MPI_Info_set(*info_used, "aggio_exchange_selected", fh->exchange_used);
   if (e.code == 0 && fh->exchange_why[0])
     MPI_Info_set(*info_used, "aggio_exchange_error", fh->exchange_why);
+  pthread_mutex_unlock(&fh->info_lock);
   return aggio__finish(&e);
 }

@@ -31,9 +31,16 @@ static int cleanup_keyval = MPI_KEYVAL_INVALID;
 static MPI_Comm probe_comm = MPI_COMM_NULL;
 static int cache_init_failed;
 
+/* The cache's lookups and its reference's release, so that a hit is
+ * retained before another thread (freeing or re-caching the type) can
+ * drop the last reference. */
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static int cache_delete(MPI_Datatype type, int keyval, void *val, void *extra) {
   (void)type, (void)keyval, (void)extra;
+  pthread_mutex_lock(&cache_lock);
   aggio__flat_release(val);
+  pthread_mutex_unlock(&cache_lock);
   return MPI_SUCCESS;
 }
 
@@ -594,12 +601,15 @@ static int get_flat(struct ctx *x, MPI_Datatype type, struct aggio__flat **out) 
     return decode(x, type, out);
   void *val;
   int found = 0;
+  pthread_mutex_lock(&cache_lock);
   MPI_Type_get_attr(type, cache_keyval, &val, &found);
   if (found) {
     *out = val;
     flat_retain(*out);
-    return 0;
   }
+  pthread_mutex_unlock(&cache_lock);
+  if (found)
+    return 0;
   int rc = decode(x, type, out);
   if (rc)
     return rc;

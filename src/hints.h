@@ -71,6 +71,9 @@ enum aggio__strategy_hint {
     "collective writes return once their data is in the node cache (auto's choice)")         \
   X(write_behind_size, "aggio_write_behind_size", AGGIO_HK_SIZE, "0", 1,                     \
     "node-cache bytes per aggregator (0: 2 x cb_buffer_size)")                               \
+  X(write_behind_delay, "aggio_write_behind_delay", AGGIO_HK_INT, "200", 1,                 \
+    "milliseconds a block written behind the calls may wait in memory before it is written "   \
+    "(0: until full, evicted or flushed)")                                                     \
   X(node_aggregators, "aggio_node_aggregators", AGGIO_HK_INT, "0", 1,                       \
     "node_local: aggregators per node (0: those cb_config_list names, at least 1)")          \
   X(direct_io, "aggio_direct_io", AGGIO_HK_TRISTATE, "automatic", 1,                         \

@@ -185,7 +185,7 @@ struct aggio_file_s {
    * has run (made collectively at its first operation, see engine.c) */
   const struct aggio__strategy_ops *strategy;
   void *strategy_state[AGGIO_NSTRATEGIES];
-  unsigned strategy_ready; /* bit i: strategy i's init ran */
+  unsigned strategy_ready; /* bit i: strategy i's state is whole (aggio__ready) */
   unsigned strategy_refused; /* bit i: strategy i's set-up failed (auto avoids it) */
   const char *strategy_used;   /* strategy of the last collective call ("" none) */
   int auto_previous;           /* auto's last choice, enum aggio__auto_choice or -1 */
@@ -211,9 +211,28 @@ struct aggio_file_s {
   struct aggio__stats *stats;  /* NULL unless stats or timers are on */
   struct aggio__trace *trace;  /* NULL unless tracing is on */
   pthread_mutex_t trace_lock;  /* I/O threads record POSIX calls too */
+  pthread_mutex_t info_lock;   /* the texts get_info reads while other threads
+                                * write them: hints' "ignored" reasons (an I/O
+                                * thread finds direct I/O refused), the
+                                * exchange chosen (a progress pass sets two-phase
+                                * up) */
   double open_time;            /* seconds taken by open, for the timers */
   double posix_open_t0, posix_open_t1; /* the open(2), traced once the trace starts */
 };
+
+/* Strategy i's per-file state is whole.  Any thread may ask (get_size,
+ * the independent path, a twin's access) while a progress pass sets the
+ * state up: the bit is set once the state is whole (release), and read
+ * with acquire. */
+static inline int aggio__ready(aggio_file fh, int i) {
+  return (int)((__atomic_load_n(&fh->strategy_ready, __ATOMIC_ACQUIRE) >> i) & 1u);
+}
+static inline void aggio__set_ready(aggio_file fh, int i, int on) {
+  if (on)
+    __atomic_or_fetch(&fh->strategy_ready, 1u << i, __ATOMIC_RELEASE);
+  else
+    __atomic_and_fetch(&fh->strategy_ready, ~(1u << i), __ATOMIC_RELEASE);
+}
 
 /* A trace record taken under the file's trace lock (any thread). */
 void aggio__trace_record_locked(aggio_file fh, int op, int64_t offset, int64_t length,

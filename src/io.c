@@ -169,12 +169,16 @@ static void finish_call(struct call *c, struct aggio__op *op) {
     fh->fp_ind = c->offset + done / fh->view.etype_size;
   if (fh->stats && code == 0)
     count_call(c, done);
+  /* an independent write has reached the file (a non-blocking one only
+   * now): the next collective call forgets loaded copies (engine.c) */
+  if (!c->collective && c->is_write)
+    __atomic_store_n(&fh->wrote_alone, 1, __ATOMIC_RELAXED);
   /* the end every rank of a collective write held behind the call agreed
    * on (a merged carrier's covers its followers): get_size shows at least
    * it until a collective flush has put it in the file (file.c) */
   if (code == 0 && c->collective && c->is_write && op->strategy && op->strategy->flush &&
-      op->sum.hi > fh->coll_end)
-    fh->coll_end = op->sum.hi;
+      op->sum.hi > __atomic_load_n(&fh->coll_end, __ATOMIC_RELAXED))
+    __atomic_store_n(&fh->coll_end, op->sum.hi, __ATOMIC_RELAXED); /* get_size reads it */
   if (c->packed)
     free(acc->stream);
   aggio__extents_free(&acc->file);
@@ -217,9 +221,14 @@ static int run_call(struct call *c) {
     aggio__fail(&e, AGGIO_ERR_BAD_FILE, "fh is NULL");
     return aggio__finish(&e);
   }
-  /* Operations started earlier on the file complete first (collective
-   * ones in the order every rank started them). */
-  aggio__requests_settle(fh);
+  /* A collective call completes the file's operations started earlier
+   * first, so that its collectives follow theirs in the order every rank
+   * started them.  An independent call needs no such order (MPI lets
+   * non-blocking operations complete after later calls), and must not
+   * wait for a collective operation that a peer, now in MPI_Barrier, may
+   * not advance (docs/engine.md, "Liveness"). */
+  if (c->collective)
+    aggio__requests_settle(fh);
   struct aggio__op op;
   aggio__call_begin(c, &op, 1);
   aggio__op_wait(&op);
@@ -323,7 +332,10 @@ void aggio__call_claim_ordered(struct call *c) {
   int last = fh->nprocs - 1;
   if (aggio__call_etypes(c, &mine[0], &own) != 0)
     mine[0] = 0, mine[1] = 1;
-  MPI_Exscan(mine, before, 2, MPI_INT64_T, MPI_SUM, fh->comm);
+  /* the call's entry: posted, while this process's operations progress */
+  MPI_Request r;
+  if (MPI_Iexscan(mine, before, 2, MPI_INT64_T, MPI_SUM, fh->comm, &r) == MPI_SUCCESS)
+    aggio__wait_progress(&r);
   if (fh->rank == 0) /* MPI_Exscan leaves rank 0's result undefined */
     before[0] = before[1] = 0;
   if (fh->rank == last && before[1] + mine[1] == 0 &&
@@ -475,8 +487,10 @@ int aggio_file_seek_shared(aggio_file fh, MPI_Offset offset, int whence) {
   if (e.code == 0 && whence == MPI_SEEK_END)
     aggio__file_size(fh, &size, &e);
   int64_t mine[SK_N] = {offset, -offset, whence, -whence, -size, e.code}, all[SK_N];
-  /* every rank's previous shared accesses are done once this returns */
-  MPI_Allreduce(mine, all, SK_N, MPI_INT64_T, MPI_MIN, fh->comm);
+  /* every rank's previous shared accesses are done once this returns; the
+   * call's entry: posted, while this process's operations progress */
+  if (aggio__allreduce_progress(mine, all, SK_N, MPI_INT64_T, MPI_MIN, fh->comm) != MPI_SUCCESS)
+    aggio__fail(&e, AGGIO_ERR_MPI, "rank %d: MPI_Allreduce failed in seek_shared", fh->rank);
   if (e.code == 0 && all[SK_ERR] == 0 &&
       (all[SK_OFF] != -all[SK_NOFF] || all[SK_WHENCE] != -all[SK_NWHENCE]))
     aggio__fail(&e, AGGIO_ERR_NOT_SAME, "rank %d: seek_shared's offset or whence differs "

@@ -56,15 +56,22 @@ static int gather_keys(aggio_file fh, struct node_key *keys,
   return 0;
 }
 
+/* Every rank's memory, or none goes on: the collectives that follow
+ * cannot be left on one rank alone (the agreement is the same on every
+ * rank, so all return together). */
+static int agree_memory(aggio_file fh, int ok, struct aggio__err *e) {
+  if (!ok)
+    aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: out of memory finding the nodes", fh->rank);
+  return aggio__agree(fh->comm, e);
+}
+
 /* The first rank of each node (in fh->comm order) sends its host name; every
  * rank receives the nnodes names, at the place of their node's number. */
 static int gather_node_hosts(aggio_file fh, char *hosts, struct aggio__err *e) {
-  int *counts = calloc((size_t)fh->nprocs, sizeof *counts);
-  int *displs = calloc((size_t)fh->nprocs, sizeof *displs);
-  unsigned char *seen = calloc((size_t)fh->nnodes, 1);
-  int rc = 0;
-  if (!counts || !displs || !seen)
-    rc = aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: out of memory", fh->rank);
+  int *counts = aggio__calloc(fh, (size_t)fh->nprocs, sizeof *counts);
+  int *displs = aggio__calloc(fh, (size_t)fh->nprocs, sizeof *displs);
+  unsigned char *seen = aggio__calloc(fh, (size_t)fh->nnodes, 1);
+  int rc = agree_memory(fh, counts && displs && seen, e);
   for (int r = 0; rc == 0 && r < fh->nprocs; r++) {
     int id = fh->node_of_rank[r];
     if (!seen[id]) {
@@ -86,15 +93,15 @@ static int gather_node_hosts(aggio_file fh, char *hosts, struct aggio__err *e) {
   return rc;
 }
 
-/* One name per node: its host, and "#<i>" for emulated node i. */
+/* One name per node: its host, and "#<i>" for emulated node i.  A name
+ * this rank cannot allocate fails the open later, by its agreement: the
+ * collectives here are done by then. */
 static int name_nodes(aggio_file fh, const struct node_key *keys, struct aggio__err *e) {
-  char *hosts = calloc((size_t)fh->nnodes, MPI_MAX_PROCESSOR_NAME);
-  fh->node_names = calloc((size_t)fh->nnodes, sizeof *fh->node_names);
-  if (!hosts || !fh->node_names) {
-    free(hosts);
-    return aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: out of memory", fh->rank);
-  }
-  int rc = gather_node_hosts(fh, hosts, e);
+  char *hosts = aggio__calloc(fh, (size_t)fh->nnodes, MPI_MAX_PROCESSOR_NAME);
+  fh->node_names = aggio__calloc(fh, (size_t)fh->nnodes, sizeof *fh->node_names);
+  int rc = agree_memory(fh, hosts && fh->node_names, e);
+  if (rc == 0)
+    rc = gather_node_hosts(fh, hosts, e);
   int emulated = fh->hints.emulate_nodes.num > 0;
   for (int r = 0; rc == 0 && r < fh->nprocs; r++) {
     int id = fh->node_of_rank[r];
@@ -102,7 +109,7 @@ static int name_nodes(aggio_file fh, const struct node_key *keys, struct aggio__
       continue;
     const char *host = hosts + (size_t)id * MPI_MAX_PROCESSOR_NAME;
     size_t n = strnlen(host, MPI_MAX_PROCESSOR_NAME) + 16;
-    fh->node_names[id] = malloc(n);
+    fh->node_names[id] = aggio__malloc(fh, n);
     if (!fh->node_names[id])
       rc = aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: out of memory", fh->rank);
     else if (emulated)
@@ -114,21 +121,23 @@ static int name_nodes(aggio_file fh, const struct node_key *keys, struct aggio__
   return rc;
 }
 
+/* Collective, and every failure agreed before the next collective: a rank
+ * that ran out of memory must not leave the others waiting in one (item 7
+ * of issue 22: open used to return early on one rank only). */
 int aggio__topology(aggio_file fh, struct aggio__err *e) {
-  struct node_key *keys = malloc((size_t)fh->nprocs * sizeof *keys);
-  fh->node_of_rank = malloc((size_t)fh->nprocs * sizeof *fh->node_of_rank);
-  fh->aggr = malloc((size_t)fh->nprocs * sizeof *fh->aggr);
-  if (!keys || !fh->node_of_rank || !fh->aggr) {
-    free(keys);
-    return aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: out of memory", fh->rank);
-  }
-  int rc = gather_keys(fh, keys, e);
+  struct node_key *keys = aggio__malloc(fh, (size_t)fh->nprocs * sizeof *keys);
+  fh->node_of_rank = aggio__malloc(fh, (size_t)fh->nprocs * sizeof *fh->node_of_rank);
+  fh->aggr = aggio__malloc(fh, (size_t)fh->nprocs * sizeof *fh->aggr);
+  int rc = agree_memory(fh, keys && fh->node_of_rank && fh->aggr, e);
+  if (rc == 0)
+    rc = gather_keys(fh, keys, e);
   if (rc == 0) {
     _Static_assert(sizeof(struct node_key) == 2 * sizeof(int), "keys are int pairs");
     fh->nnodes = aggio__number_nodes(fh->nprocs, (const int *)keys, fh->node_of_rank);
-    rc = fh->nnodes < 0 ? aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: out of memory", fh->rank)
-                        : name_nodes(fh, keys, e);
+    rc = agree_memory(fh, fh->nnodes >= 0, e);
   }
+  if (rc == 0)
+    rc = name_nodes(fh, keys, e);
   free(keys);
   if (rc != 0) {
     aggio__place_aggregators(fh, 0, e); /* its collectives, so that no rank waits */

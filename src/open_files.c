@@ -110,7 +110,7 @@ void aggio__files_settle_twins(aggio_file fh, const struct aggio__access *acc) {
     struct aggio__err ignored = {0}; /* the twin's failures are the twin's to report */
     for (int i = 0; i < AGGIO_NSTRATEGIES; i++) {
       const struct aggio__strategy_ops *s = aggio__strategy_at(i);
-      if (s && s->before_independent && (f->strategy_ready & (1u << i)))
+      if (s && s->before_independent && aggio__ready(f, i))
         s->before_independent(f, f->strategy_state[i], acc, &ignored);
     }
   }
@@ -127,7 +127,7 @@ int64_t aggio__files_twins_end(aggio_file fh) {
       continue;
     for (int i = 0; i < AGGIO_NSTRATEGIES; i++) {
       const struct aggio__strategy_ops *s = aggio__strategy_at(i);
-      if (s && s->held_end && (f->strategy_ready & (1u << i))) {
+      if (s && s->held_end && aggio__ready(f, i)) {
         int64_t e = s->held_end(f, f->strategy_state[i]);
         end = e > end ? e : end;
       }

@@ -624,6 +624,13 @@ int aggio_file_iread_shared(aggio_file fh, void *buf, int count, MPI_Datatype da
   return istart_shared(fh, buf, count, datatype, request, 0);
 }
 
+int aggio_progress(void) {
+  lock_requests();
+  int moved = outstanding > 0 ? progress_all() : 0;
+  pthread_mutex_unlock(&lock);
+  return moved;
+}
+
 /* ---- completion ------------------------------------------------------------------------ */
 
 static void empty_status(MPI_Status *status) {

@@ -124,5 +124,9 @@ struct aggio__faults *aggio__faults_new(int rank);
 void aggio__faults_free(struct aggio__faults *f);
 /* 0, or the errno the nth call of op must fail with. Thread-safe. */
 int aggio__fault(struct aggio__faults *f, enum aggio__fault_op op);
+/* Calls of op so far in the process's files that have AGGIO_FAULTS rules
+ * (a rule that never fires still counts them): the fault sweeps' count of
+ * the places a scenario could fail. */
+int64_t aggio__fault_calls(enum aggio__fault_op op);
 
 #endif

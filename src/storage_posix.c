@@ -295,8 +295,10 @@ static int direct_middle(aggio_file fh, int64_t len, int64_t off, int flags, int
 /* The file system refused a direct transfer after all: buffered from now on. */
 static void direct_refused(aggio_file fh) {
   __atomic_store_n(&fh->dio, AGGIO_DIO_OFF, __ATOMIC_RELAXED);
+  pthread_mutex_lock(&fh->info_lock); /* on an I/O thread: get_info may read it */
   snprintf(fh->hints.direct_io.ignored, sizeof fh->hints.direct_io.ignored,
            "O_DIRECT transfer refused (EINVAL); using buffered I/O");
+  pthread_mutex_unlock(&fh->info_lock);
 }
 
 static int px_pwrite(aggio_file fh, const void *vbuf, int64_t len, int64_t off, int flags,

@@ -119,8 +119,10 @@ int aggio__tp_exchange_ready(struct aggio__op *op) {
                   "buffers", fh->rank);
     f->own = f->private_buf;
   }
+  pthread_mutex_lock(&fh->info_lock); /* get_info may read them meanwhile */
   snprintf(fh->exchange_used, sizeof fh->exchange_used, "%s", f->x->name);
   snprintf(fh->exchange_why, sizeof fh->exchange_why, "%s", f->why);
+  pthread_mutex_unlock(&fh->info_lock);
   return aggio__setup_done(op);
 }
 

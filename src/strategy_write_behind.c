@@ -27,11 +27,9 @@
 
 struct wb_file {
   struct aggio__cache *cache;
+  int64_t blocking_writes; /* blocking collective writes through the cache
+                            * (the same count on every rank) */
 };
-
-/* Seconds written data may wait in the cache before the I/O threads write
- * it (the bound on acknowledged data held in memory only). */
-#define WB_MAX_AGE 0.2
 
 /* More than one cache holds this file's data: one per node, or one per
  * rank without shared memory. */
@@ -90,12 +88,15 @@ static int wb_setup(struct aggio__op *op) {
                                                          : 2 * fh->hints.cb_buffer_size.num;
   int64_t budget = per_aggr * (naggr_here > 0 ? naggr_here : 1);
   int64_t block, hdr_fixed, hdr_per_slot;
-  int nslots;
-  aggio__cache_header(&hdr_fixed, &hdr_per_slot);
+  int nslots, nranks = 1;
+  if (fh->hints.node_shm.num != AGGIO_DISABLE)
+    MPI_Comm_size(fh->node_comm, &nranks);
+  aggio__cache_header(nranks, &hdr_fixed, &hdr_per_slot);
   aggio__cache_geometry(budget, fh->hints.striping_unit.num, fh->dio_align, hdr_fixed,
                         hdr_per_slot, &block, &nslots);
   if (f)
-    f->cache = aggio__cache_alloc(fh, block, nslots, is_host(fh, naggr_here), WB_MAX_AGE);
+    f->cache = aggio__cache_alloc(fh, block, nslots, is_host(fh, naggr_here),
+                                  1e-3 * (double)fh->hints.write_behind_delay.num);
   if (!f || !f->cache)
     aggio__op_note(op, AGGIO_ERR_NOMEM, "write-behind set-up");
   return aggio__op_agree_then(op, wb_window, AGGIO_P_PLAN);
@@ -144,8 +145,15 @@ static int copy_ranges(struct aggio__op *op, int may_wait) {
 static int copy_more(struct aggio__op *op) { return copy_ranges(op, 0); }
 static void copy_rest(struct aggio__op *op) { copy_ranges(op, 1); }
 
+/* A blocking write's data is all in the cache: the node's other ranks
+ * may read it from now on (aggio__cache_quiesce). */
 static int wb_written(struct aggio__op *op) {
-  lend_waits(op, cache_of(op->fh));
+  struct wb_file *f = op->fh->strategy_state[aggio__strategy_write_behind.id];
+  lend_waits(op, f->cache);
+  if (op->blocking) {
+    f->blocking_writes++;
+    aggio__cache_copied(f->cache);
+  }
   return aggio__then(op, NULL, AGGIO_P_EXCHANGE);
 }
 
@@ -219,10 +227,12 @@ static int settle_then_write(struct aggio__op *op) {
 
 static int wb_start(struct aggio__op *op) {
   const struct aggio__call_summary *s = &op->sum;
-  /* Another rank wrote on its own since: loaded copies may be stale.  MPI
+  /* A rank wrote on its own since: loaded copies may be stale, on other
+   * nodes, and on this one too where a block was loaded ahead while that
+   * write was under way (its own settle had dropped the copy before).  MPI
    * asks for a sync before they must be seen; two-phase I/O shows them at
    * once, and so does this. */
-  if ((s->flags & AGGIO_SF_INDEPENDENT) && several_caches(op->fh))
+  if (s->flags & AGGIO_SF_INDEPENDENT)
     aggio__cache_forget(cache_of(op->fh), 0, INT64_MAX);
   if (op->acc.is_write && several_caches(op->fh) && s->held_lo < s->hi && s->lo < s->held_hi)
     return aggio__then(op, settle_then_write, AGGIO_P_IO_WAIT);
@@ -261,6 +271,7 @@ static int wb_before_independent(aggio_file fh, void *state, const struct aggio_
   struct wb_file *f = state;
   (void)fh;
   (void)e;
+  aggio__cache_quiesce(f->cache, f->blocking_writes);
   for (size_t i = 0; i < acc->file.n; i++)
     aggio__cache_settle(f->cache, acc->file.v[i].off, acc->file.v[i].len, acc->is_write);
   return 0;

@@ -363,6 +363,8 @@ int aggio__place_call(aggio_file fh, const int64_t *volume) {
 }
 
 void aggio__place_call_commit(aggio_file fh) {
+  pthread_mutex_lock(&fh->info_lock); /* get_info may list them meanwhile */
   memcpy(fh->aggr, fh->call_place->aggr, (size_t)fh->naggr * sizeof *fh->aggr);
   aggio__find_my_aggr(fh);
+  pthread_mutex_unlock(&fh->info_lock);
 }

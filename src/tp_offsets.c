@@ -86,13 +86,16 @@ static int make_column(aggio_file fh, struct tp_file *f) {
 }
 
 /* The (off, len) of each struct piece, stepping over spos: the rest of a
- * piece list leaves without being packed. */
+ * piece list leaves without being packed.  The aggregator receives the
+ * same count of (off, len) pairs (pair_type): a count of int64 would
+ * overflow an int at 2^30 pieces, where the sender's count still fits, and
+ * the message would never match. */
 static int make_piece_type(struct tp_file *f) {
-  MPI_Datatype pair;
-  if (MPI_Type_contiguous(2, MPI_INT64_T, &pair) != MPI_SUCCESS)
+  if (MPI_Type_contiguous(2, MPI_INT64_T, &f->pair_type) != MPI_SUCCESS ||
+      MPI_Type_commit(&f->pair_type) != MPI_SUCCESS)
     return AGGIO_ERR_MPI;
-  int rc = MPI_Type_create_resized(pair, 0, (MPI_Aint)sizeof(struct piece), &f->piece_type);
-  MPI_Type_free(&pair);
+  int rc = MPI_Type_create_resized(f->pair_type, 0, (MPI_Aint)sizeof(struct piece),
+                                   &f->piece_type);
   if (rc != MPI_SUCCESS || MPI_Type_commit(&f->piece_type) != MPI_SUCCESS)
     return AGGIO_ERR_MPI;
   return 0;
@@ -100,7 +103,7 @@ static int make_piece_type(struct tp_file *f) {
 
 int aggio__tp_offsets_open(aggio_file fh, struct tp_file *f) {
   int A = fh->naggr, aggr = fh->my_aggr_index >= 0;
-  f->piece_type = f->column_type = MPI_DATATYPE_NULL;
+  f->piece_type = f->pair_type = f->column_type = MPI_DATATYPE_NULL;
   MPI_Comm_rank(fh->node_comm, &f->node_rank);
   MPI_Comm_size(fh->node_comm, &f->node_size);
   int nreq = (f->node_rank == 0 ? A : 0) + (aggr ? fh->nnodes : 0);
@@ -127,6 +130,8 @@ int aggio__tp_offsets_open(aggio_file fh, struct tp_file *f) {
 void aggio__tp_offsets_close(struct tp_file *f) {
   if (f->piece_type != MPI_DATATYPE_NULL)
     MPI_Type_free(&f->piece_type);
+  if (f->pair_type != MPI_DATATYPE_NULL)
+    MPI_Type_free(&f->pair_type);
   if (f->column_type != MPI_DATATYPE_NULL)
     MPI_Type_free(&f->column_type);
   void *arrays[] = {f->outbox, f->gathered, f->inbox, f->slot_of, f->node_first,
@@ -276,8 +281,8 @@ static int send_rest(struct aggio__op *op) {
   for (int r = 0; t->me >= 0 && r < fh->nprocs; r++) {
     int64_t n = inbox_of(t->f, r)[0];
     struct aggio__extents *x = &t->theirs[r];
-    if (n > TP_INLINE)
-      rc |= aggio__tp_post(t, x->v + x->n, (int)(2 * (n - TP_INLINE)), MPI_INT64_T, r,
+    if (n > TP_INLINE) /* n <= INT_MAX: start_list checked */
+      rc |= aggio__tp_post(t, x->v + x->n, (int)(n - TP_INLINE), t->f->pair_type, r,
                            TP_REST_TAG, 0);
   }
   aggio__op_note(op, rc ? AGGIO_ERR_MPI : 0, "two-phase offset exchange");

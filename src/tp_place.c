@@ -53,7 +53,7 @@ static int apply_placement(struct aggio__op *op) {
     return aggio__then(op, aggio__tp_begin, AGGIO_P_PLAN);
   s->fini(fh, f);
   fh->strategy_state[s->id] = NULL;
-  fh->strategy_ready &= ~(1u << s->id);
+  aggio__set_ready(fh, s->id, 0);
   aggio__place_call_commit(fh);
   op->setting_up = s;
   return aggio__then(op, s->setup, AGGIO_P_PLAN);

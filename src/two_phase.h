@@ -48,6 +48,8 @@ struct tp_file {
   MPI_Status *plan_stat;
   int plan_nreq;
   MPI_Datatype piece_type; /* (off, len) of a struct piece */
+  MPI_Datatype pair_type;  /* (off, len) of a struct aggio__extent: the same
+                            * count of pairs on both sides of a message */
   /* two-sided exchange */
   struct aggio__shm shm; /* the node's aggregator buffers (shm.h), or base NULL */
   char **peer;          /* [naggr]: header of each same-node aggregator, or NULL */
