@@ -714,6 +714,8 @@ int aggio__cache_error(struct aggio__cache *c, struct aggio__err *e) {
                      (long long)bytes, c->fh->path, msg);
 }
 
+void aggio__cache_lock_for_test(struct aggio__cache *c) { lock_cache(c); }
+
 void aggio__cache_reported(struct aggio__cache *c) {
   lock_cache(c);
   if (c->peeked > c->sh->reported) {

@@ -100,6 +100,13 @@ void aggio__cache_held(struct aggio__cache *c, int64_t *flags, int64_t *lo, int6
  * agreement chose it; until then every call reports it again. */
 int aggio__cache_error(struct aggio__cache *c, struct aggio__err *e);
 void aggio__cache_reported(struct aggio__cache *c);
+/* The node cache of fh's write-behind state, or NULL when it has none
+ * (strategy_write_behind.c; for the test suite). */
+struct aggio__cache *aggio__write_behind_cache(aggio_file fh);
+/* Takes the cache's lock and returns holding it: the test suite's way to
+ * have a process die holding it (the lock is robust). */
+void aggio__cache_lock_for_test(struct aggio__cache *c);
+
 /* Bytes of deferred writes that failed and were not reported yet, and
  * the first failure's text; *speaker is 1 on one rank of the cache's. */
 int64_t aggio__cache_unwritten(struct aggio__cache *c, char *msg, size_t len, int *speaker);

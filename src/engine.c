@@ -401,6 +401,14 @@ static int step_message_in(struct aggio__op *op) {
 /* The operation failed (agreed on every rank): the failing rank's message
  * reaches every rank, so that each returns the same text ("rank 3:
  * pwrite(...): No space left on device"), then the operation ends. */
+static int share_message(struct aggio__op *op);
+
+int aggio__op_fail_agreed(struct aggio__op *op, int64_t agreed) {
+  if (!failed(op, agreed))
+    return aggio__then(op, NULL, AGGIO_P_AGREE);
+  return share_message(op);
+}
+
 static int share_message(struct aggio__op *op) {
   if (op->err_root < 0) /* MPI itself failed: nothing to share */
     return aggio__then(op, NULL, AGGIO_P_AGREE);

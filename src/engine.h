@@ -203,6 +203,11 @@ int aggio__step_agree_outcome(struct aggio__op *op);
  * error otherwise. */
 int aggio__op_agree_then(struct aggio__op *op, aggio__step_fn then, int phase);
 
+/* Ends the operation with an agreed failure (an encoded error every rank
+ * computed alike, e.g. the worst of an allgather): every rank returns it,
+ * with the failing rank's message (a posted broadcast). */
+int aggio__op_fail_agreed(struct aggio__op *op, int64_t agreed);
+
 /* A slot for one more MPI request of the pending step (grows op->req). */
 MPI_Request *aggio__op_request(struct aggio__op *op);
 /* Makes room for n requests of one step, so that a step that must post

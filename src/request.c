@@ -382,8 +382,8 @@ static void wait_locked(struct aggio_request_s *r) {
       pass_or_pause(&backoff);
       continue;
     }
+    offer_merge(r); /* before it is busy: a busy request is not mergeable */
     r->busy = 1;
-    offer_merge(r);
     pthread_mutex_unlock(&lock);
     double t = r->fh->stats ? aggio__now() : 0.0;
     r->op.t_mark = t;

@@ -372,7 +372,9 @@ static int summarize(struct aggio__op *op) {
   aggio_file fh = op->fh;
   int64_t *s = sums_of(op), *mine = s + NS_COUNT * (size_t)fh->nprocs;
   memset(mine, 0, NS_COUNT * sizeof *mine);
-  mine[NS_ERR] = aggio__err_encode(op->err.code, fh->rank);
+  /* a failure the node agreed on (op->agreed[0]) keeps its own rank: the
+   * rank that failed is the one every rank names */
+  mine[NS_ERR] = op->agreed[0] != 0 ? op->agreed[0] : aggio__err_encode(op->err.code, fh->rank);
   if (ok_call(op)) {
     const struct aggio__nl_plan *p = &t->plan;
     mine[NS_LO] = p->lo;
@@ -430,10 +432,8 @@ static int nodes_agreed(struct aggio__op *op) {
   int64_t *s = sums_of(op), worst = 0;
   for (int r = 0; r < op->fh->nprocs; r++)
     worst = s[NS_COUNT * r + NS_ERR] < worst ? s[NS_COUNT * r + NS_ERR] : worst;
-  if (worst != 0)
-    aggio__err_decode(worst, op->fh->rank, &op->err);
   if (worst != 0) /* every rank saw the same summaries: all stop here */
-    return aggio__then(op, NULL, AGGIO_P_AGREE);
+    return aggio__op_fail_agreed(op, worst);
   if (op->fh->stats)
     count_call(op, s);
   return aggio__then(op, round_prepare, AGGIO_P_PLAN);

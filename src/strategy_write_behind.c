@@ -42,6 +42,10 @@ static struct aggio__cache *cache_of(aggio_file fh) {
   return f ? f->cache : NULL;
 }
 
+struct aggio__cache *aggio__write_behind_cache(aggio_file fh) {
+  return aggio__ready(fh, aggio__strategy_write_behind.id) ? cache_of(fh) : NULL;
+}
+
 /* ---- per-file state ----------------------------------------------------------------- */
 
 /* Aggregators of this rank's node; 0 when none was chosen there. */

@@ -267,6 +267,56 @@ static void t_deferred(void) {
   free(back);
 }
 
+/* A failure behind the calls must not be lost when the call that would
+ * report it fails for another reason: a bad offset on the failing rank
+ * itself (which used to mark its failure reported and drop it), or on
+ * another rank whose error wins the agreement.  The bad call returns the
+ * offset error on every rank; the sync after it must still report the
+ * write that failed. */
+static void t_deferred_behind_own_error(void) {
+  enum { N = 64 << 10 };
+  unsigned char *buf = malloc(N);
+  memset(buf, 0x6b, N);
+  char nodes[16], spec[32];
+  snprintf(nodes, sizeof nodes, "%d", nprocs);
+  snprintf(spec, sizeof spec, "pwrite@%d#1=EIO", nprocs - 1);
+  for (int bad_rank = nprocs - 1, v = 0; v < 2; v++, bad_rank = 0) {
+    faults(spec);
+    setenv("AGGIO_EMULATE_NODES", nodes, 1);
+    aggio_file fh = open_with("write_behind", MPI_MODE_CREATE | MPI_MODE_RDWR,
+                              "aggio_write_behind_size", "131072");
+    unsetenv("AGGIO_EMULATE_NODES");
+    faults(NULL);
+    CHECK(fh != AGGIO_FILE_NULL, "open: %s", aggio_error_message());
+    if (!fh)
+      continue;
+    /* two whole blocks, written behind the call by the I/O threads (the
+     * first write of the last rank's fails); the cache holds four, so no
+     * later call of this rank writes (or reports) anything before the bad
+     * one */
+    CHECK(aggio_file_write_at_all(fh, (MPI_Offset)rank * N, buf, N, MPI_BYTE,
+                                  MPI_STATUS_IGNORE) == 0, "write: %s", aggio_error_message());
+    usleep(400000); /* the I/O threads have tried by now (aggio_write_behind_delay too) */
+    MPI_Offset at = rank == bad_rank ? -1 : ((MPI_Offset)nprocs + rank) * N;
+    int rc = aggio_file_write_at_all(fh, at, buf, N, MPI_BYTE, MPI_STATUS_IGNORE);
+    char what[96];
+    snprintf(what, sizeof what, "a bad offset on rank %d with a failure behind", bad_rank);
+    CHECK(agreed(rc, what) != 0, "%s: the call succeeded", what);
+    CHECK(rc == AGGIO_ERR_OFFSET, "%s: rank %d returned %d (%s), expected the offset error",
+          what, rank, rc, aggio_error_message());
+    rc = aggio_file_sync(fh);
+    snprintf(what, sizeof what, "sync after %s", "the bad offset");
+    agreed(rc, what);
+    CHECK(rc == AGGIO_ERR_IO && failing_ranks(aggio_error_message()) == 1 << (nprocs - 1),
+          "%s (bad offset on rank %d): rank %d returned %d (%s): the write that failed behind "
+          "the calls was not reported", what, bad_rank, rank, rc, aggio_error_message());
+    aggio_file_close(&fh);
+    if (nprocs == 1)
+      break;
+  }
+  free(buf);
+}
+
 /* fsync failing with EINVAL or EROFS on the last rank: sync must not call
  * the data durable.  Every rank returns AGGIO_ERR_IO, the failing rank's
  * message names fsync and the errno, the others name the failing rank;
@@ -385,6 +435,7 @@ int main(int argc, char **argv) {
   t_alloc("node_local", "two_sided");
   t_fstat();
   t_deferred();
+  t_deferred_behind_own_error();
   t_fsync();
   t_bounce();
   return test_finish_mpi(path);
