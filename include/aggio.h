@@ -46,14 +46,20 @@ AGGIO_API int aggio_file_close(aggio_file *fh);
  * info is accepted for MPI-IO compatibility and not used. */
 AGGIO_API int aggio_file_delete(const char *filename, MPI_Info info);
 
+/* Optional, right after MPI_Init: registers aggio's MPI_Finalize hook now
+ * (otherwise at the first open), so that at MPI_Finalize it runs after the
+ * hooks of libraries initialised later, which may still close their files
+ * through aggio (HDF5 does).  aggio-run calls it. */
+AGGIO_API int aggio_init(void);
 /* Closes every file this process still has open, oldest first (collective
  * over each file's communicator, as aggio_file_close: every rank of a
  * file's communicator calls it).  Acknowledged data that write-behind
  * could not write is said on stderr, with the file and the byte count.
- * Returns the first failure, else AGGIO_SUCCESS.  MPI_Finalize calls it
- * (aggio registers it on MPI_COMM_SELF at the first open), so that no
- * file is left half-written without a word; a program that wants the
- * result calls it before MPI_Finalize. */
+ * Returns the first failure, else AGGIO_SUCCESS; after MPI_Finalize it
+ * closes nothing and returns the outcome of the closes MPI_Finalize made.
+ * MPI_Finalize calls it (the hook of aggio_init), so that no file is left
+ * half-written without a word; a program that wants the result calls it
+ * before MPI_Finalize, or after it. */
 AGGIO_API int aggio_finalize(void);
 /* Not collective: writes what write-behind holds on this rank's node, for
  * every open file, and says on stderr what could not be written.  For a

@@ -627,6 +627,8 @@ static int is_committed(MPI_Datatype type) {
   return MPI_Pack(&byte, 0, type, &byte, 0, &pos, probe_comm) == MPI_SUCCESS;
 }
 
+void aggio__flatten_init(void) { pthread_once(&cache_once, cache_init); }
+
 int aggio__flatten(MPI_Datatype type, struct aggio__flat **out, char *err,
                    size_t errlen) {
   struct ctx x = {err, errlen};

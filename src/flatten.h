@@ -19,5 +19,10 @@
 int aggio__flatten(MPI_Datatype type, struct aggio__flat **out, char *err,
                    size_t errlen);
 void aggio__flat_release(struct aggio__flat *f);
+/* Makes the datatype cache and its MPI_COMM_SELF clean-up now (at the
+ * first flatten otherwise): aggio_init calls it right after MPI_Init, so
+ * that the clean-up, set before any other library's, runs after theirs at
+ * MPI_Finalize (HDF5 closes its files from its own, through MPI-IO). */
+void aggio__flatten_init(void);
 
 #endif

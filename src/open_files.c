@@ -21,11 +21,13 @@
 #include <sys/stat.h>
 
 #include "engine.h"
+#include "flatten.h"
 #include "open_files.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static aggio_file oldest, newest;
 static int finalize_key = MPI_KEYVAL_INVALID;
+static int finalize_rc = AGGIO_SUCCESS; /* the first failure of the closes at the end */
 
 static int same_file(aggio_file a, aggio_file b) {
   if (a->file_dev || a->file_ino)
@@ -46,7 +48,10 @@ static void recount(aggio_file fh) {
 static int at_finalize(MPI_Comm comm, int key, void *value, void *extra);
 
 /* MPI_Finalize deletes MPI_COMM_SELF's attributes first, while MPI still
- * works: the hook that closes what the program left open. */
+ * works, the last set first: the hook that closes what the program left
+ * open.  Set at aggio_init (aggio-run calls it right after MPI_Init), it
+ * runs after the hooks of libraries initialised later: HDF5 closes its
+ * files from its own, through the MPI-IO calls aggio serves (locked). */
 static void hook_finalize(void) {
   if (finalize_key != MPI_KEYVAL_INVALID)
     return;
@@ -139,9 +144,19 @@ int64_t aggio__files_twins_end(aggio_file fh) {
 
 /* ---- the end of the program ----------------------------------------------------------- */
 
+int aggio_init(void) {
+  aggio__flatten_init();
+  pthread_mutex_lock(&lock);
+  hook_finalize();
+  pthread_mutex_unlock(&lock);
+  return AGGIO_SUCCESS;
+}
+
 int aggio_finalize(void) {
   int rc = AGGIO_SUCCESS;
-  for (;;) {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  for (; !finalized;) {
     pthread_mutex_lock(&lock);
     aggio_file fh = oldest;
     pthread_mutex_unlock(&lock);
@@ -152,6 +167,11 @@ int aggio_finalize(void) {
     if (r != AGGIO_SUCCESS && rc == AGGIO_SUCCESS)
       rc = r;
   }
+  pthread_mutex_lock(&lock);
+  if (finalize_rc == AGGIO_SUCCESS)
+    finalize_rc = rc;
+  rc = finalize_rc;
+  pthread_mutex_unlock(&lock);
   return rc;
 }
 

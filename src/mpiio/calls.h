@@ -83,32 +83,30 @@
     (disp, etype, filetype, datarep))
 
 /*
- * The non-blocking calls: X(name, parameters, arguments, blocking name).
- * On an aggio file MPI_File_<name> runs aggio_file_<blocking name> and
- * returns a completed generalized request (requests.c); the individual and
- * shared pointers move as the non-blocking call's would.
+ * The non-blocking calls: X(name, parameters, arguments before the request).
+ * On an aggio file MPI_File_<name> starts aggio_file_<name> and returns a
+ * generalized request that completes with the operation (requests.c); the
+ * individual and shared pointers move when the call starts, as MPI says.
  */
 #define MPIIO_NONBLOCKING_CALLS(X)                                                      \
   X(iwrite_at, (MPIIO_FH, MPI_Offset offset, MPIIO_DATA_IN, MPI_Request *request),     \
-    (offset, buf, count, datatype), write_at)                                           \
+    (offset, buf, count, datatype))                                                     \
   X(iread_at, (MPIIO_FH, MPI_Offset offset, MPIIO_DATA_OUT, MPI_Request *request),     \
-    (offset, buf, count, datatype), read_at)                                            \
+    (offset, buf, count, datatype))                                                     \
   X(iwrite_at_all, (MPIIO_FH, MPI_Offset offset, MPIIO_DATA_IN, MPI_Request *request), \
-    (offset, buf, count, datatype), write_at_all)                                       \
+    (offset, buf, count, datatype))                                                     \
   X(iread_at_all, (MPIIO_FH, MPI_Offset offset, MPIIO_DATA_OUT, MPI_Request *request), \
-    (offset, buf, count, datatype), read_at_all)                                        \
-  X(iwrite, (MPIIO_FH, MPIIO_DATA_IN, MPI_Request *request), (buf, count, datatype),   \
-    write)                                                                              \
-  X(iread, (MPIIO_FH, MPIIO_DATA_OUT, MPI_Request *request), (buf, count, datatype),   \
-    read)                                                                               \
+    (offset, buf, count, datatype))                                                     \
+  X(iwrite, (MPIIO_FH, MPIIO_DATA_IN, MPI_Request *request), (buf, count, datatype))   \
+  X(iread, (MPIIO_FH, MPIIO_DATA_OUT, MPI_Request *request), (buf, count, datatype))   \
   X(iwrite_all, (MPIIO_FH, MPIIO_DATA_IN, MPI_Request *request),                       \
-    (buf, count, datatype), write_all)                                                  \
+    (buf, count, datatype))                                                             \
   X(iread_all, (MPIIO_FH, MPIIO_DATA_OUT, MPI_Request *request),                       \
-    (buf, count, datatype), read_all)                                                   \
+    (buf, count, datatype))                                                             \
   X(iwrite_shared, (MPIIO_FH, MPIIO_DATA_IN, MPI_Request *request),                    \
-    (buf, count, datatype), write_shared)                                               \
+    (buf, count, datatype))                                                             \
   X(iread_shared, (MPIIO_FH, MPIIO_DATA_OUT, MPI_Request *request),                    \
-    (buf, count, datatype), read_shared)
+    (buf, count, datatype))
 
 /* clang-format on */
 

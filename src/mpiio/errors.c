@@ -161,6 +161,10 @@ int mpiio_error_with_message(int mpi_class, const char *msg) {
   return code;
 }
 
+int mpiio_error_class(int aggio_code) {
+  return aggio_code == AGGIO_SUCCESS ? MPI_SUCCESS : class_of(aggio_code);
+}
+
 int mpiio_error_code(int aggio_code, int amode) {
   if (aggio_code == AGGIO_SUCCESS)
     return MPI_SUCCESS;
@@ -172,6 +176,12 @@ int mpiio_error_code(int aggio_code, int amode) {
   snprintf(msg, sizeof msg, "aggio: %s%s%s", aggio_strerror(aggio_code),
            detail && *detail ? ": " : "", detail ? detail : "");
   return mpiio_error_with_message(cls, msg);
+}
+
+int mpiio_data_error(int aggio_code, int amode, int count) {
+  if (aggio_code == AGGIO_ERR_ARG && count < 0)
+    return mpiio_error_with_message(MPI_ERR_COUNT, "aggio: negative count");
+  return mpiio_error_code(aggio_code, amode);
 }
 
 /* The text of an added code (locked): its message, or, once that is gone,
@@ -304,7 +314,7 @@ static void invoke(struct mpiio_file *f, int code) {
     MPI_Error_string(code, msg, &len);
     fprintf(stderr, "aggio-mpiio: MPI_ERRORS_ARE_FATAL on a file: %s\n", msg);
     fflush(stderr);
-    PMPI_Abort(MPI_COMM_WORLD, code);
+    mpiio_abort(MPI_COMM_WORLD, code);
   }
 }
 

@@ -1,7 +1,8 @@
 /*
  * files.c - MPI_File_open, close, delete, set_view and sync on aggio, the
- * data representations, and closing what the program left open at
- * MPI_Finalize.
+ * data representations, and the end of the program: MPI_Finalize closes
+ * what the program left open and says what could not be written;
+ * MPI_Abort first writes out what write-behind holds on this node.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,6 +77,7 @@ int MPI_File_close(MPI_File *fh) {
     return PMPI_File_close(fh);
   /* the handler runs while the handle is still valid */
   int rc = mpiio_finish(f, aggio_file_close(&f->af));
+  mpiio_requests_closed(f); /* the close completed their operations */
   drop_file(f);
   *fh = MPI_FILE_NULL;
   return rc;
@@ -110,7 +112,9 @@ int MPI_File_sync(MPI_File fh) {
   struct mpiio_file *f = mpiio_lookup(fh);
   if (!f)
     return PMPI_File_sync(fh);
-  return mpiio_finish(f, aggio_file_sync(f->af));
+  int rc = mpiio_finish(f, aggio_file_sync(f->af));
+  mpiio_requests_reap(); /* the sync completed the file's operations */
+  return rc;
 }
 
 /* A registered representation could only serve the MPI library's own
@@ -130,16 +134,52 @@ int MPI_Register_datarep(const char *datarep,
   return mpiio_raise(NULL, mpiio_error_with_message(MPI_ERR_UNSUPPORTED_DATAREP, msg));
 }
 
-/* MPI_Finalize closes what the program left open, oldest first (every
- * rank of a file's communicator holds it, so they close in the same order),
- * then finalizes MPI.  Failures cannot be reported to anyone any more. */
-int MPI_Finalize(void) {
-  for (;;) {
-    struct mpiio_file *f = NULL;
-    if (mpiio_all_files(&f, 1) == 0)
-      break;
-    aggio_file_close(&f->af);
-    drop_file(f);
-  }
-  return PMPI_Finalize();
+/* aggio's MPI_Finalize hook is set right after MPI_Init (aggio_init), so
+ * that it runs after the hooks of libraries initialised later: HDF5 closes
+ * its files from its MPI_COMM_SELF attribute, through the MPI-IO calls
+ * served here, inside MPI_Finalize. */
+int MPI_Init(int *argc, char ***argv) {
+  int rc = PMPI_Init(argc, argv);
+  if (rc == MPI_SUCCESS)
+    aggio_init();
+  return rc;
 }
+
+int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
+  int rc = PMPI_Init_thread(argc, argv, required, provided);
+  if (rc == MPI_SUCCESS)
+    aggio_init();
+  return rc;
+}
+
+/* MPI_Finalize: the libraries' hooks run first (HDF5 writes and closes its
+ * files through aggio), then aggio's closes what is left, in the order it
+ * was opened (every rank of a file's communicator opened its files in the
+ * same order, which the handle table's slots, reused as files close, do
+ * not keep), saying on stderr what write-behind acknowledged and could not
+ * write.  Its outcome makes this call fail, with the error's class (no
+ * code with a message can be made after MPI_Finalize), MPI finalized all
+ * the same: the program can do nothing else about it.  The handles stay
+ * valid until then. */
+int MPI_Finalize(void) {
+  mpiio_requests_closed(NULL);
+  int mpi_rc = PMPI_Finalize();
+  int rc = aggio_finalize(); /* after MPI_Finalize: the outcome of its closes */
+  struct mpiio_file *f = NULL;
+  while (mpiio_all_files(&f, 1) == 1) { /* every one was closed by the hook; */
+    mpiio_unregister(f);                 /* MPI is gone: its handler stays */
+    free(f);
+  }
+  return rc != AGGIO_SUCCESS ? mpiio_error_class(rc) : mpi_rc;
+}
+
+/* MPI lets a process do local work before it aborts, not communicate:
+ * aggio_drain writes what write-behind holds on this node for every open
+ * file (saying on stderr what it could not), which the kill that follows
+ * would otherwise lose although the writes had returned success. */
+int mpiio_abort(MPI_Comm comm, int errorcode) {
+  aggio_drain();
+  return PMPI_Abort(comm, errorcode);
+}
+
+int MPI_Abort(MPI_Comm comm, int errorcode) { return mpiio_abort(comm, errorcode); }

@@ -15,13 +15,9 @@
   }
 MPIIO_FORWARD_CALLS(MPIIO_DEFINE_FORWARD)
 
-/* libaggio reports a negative count as an invalid argument (on every rank
- * of a collective call); the rank that passed it gets MPI_ERR_COUNT. */
 static int finish_data(struct mpiio_file *f, int rc, int count) {
-  if (rc == AGGIO_ERR_ARG && count < 0)
-    return mpiio_raise(f,
-                       mpiio_error_with_message(MPI_ERR_COUNT, "aggio: negative count"));
-  return mpiio_finish(f, rc);
+  return rc == AGGIO_SUCCESS ? MPI_SUCCESS
+                             : mpiio_raise(f, mpiio_data_error(rc, f->amode, count));
 }
 
 #define MPIIO_DEFINE_DATA(name, params, args)                                \
@@ -33,9 +29,9 @@ static int finish_data(struct mpiio_file *f, int rc, int count) {
   }
 MPIIO_DATA_CALLS(MPIIO_DEFINE_DATA)
 
-/* An argument error or failure is the starting call's (the operation ran
- * in it): no request is made then. */
-#define MPIIO_DEFINE_NONBLOCKING(name, params, args, blocking)                     \
+/* libaggio starts the operation and returns at once; an argument error
+ * or a failure is the completing call's (requests.c), on every rank. */
+#define MPIIO_DEFINE_NONBLOCKING(name, params, args)                               \
   int MPI_File_##name params {                                                     \
     struct mpiio_file *f = mpiio_lookup(fh);                                       \
     if (!f)                                                                        \
@@ -43,12 +39,9 @@ MPIIO_DATA_CALLS(MPIIO_DEFINE_DATA)
     if (!request)                                                                  \
       return mpiio_raise(                                                          \
           f, mpiio_error_with_message(MPI_ERR_REQUEST, "aggio: request is NULL")); \
-    *request = MPI_REQUEST_NULL;                                                   \
-    MPI_Status status;                                                             \
-    int rc = aggio_file_##blocking(f->af, MPIIO_ARGS args, &status);               \
-    rc = finish_data(f, rc, count);                                                \
-    if (rc != MPI_SUCCESS)                                                         \
-      return rc;                                                                   \
-    return mpiio_raise(f, mpiio_completed_request(&status, request));              \
+    struct mpiio_request *q = mpiio_request_new(f, count);                         \
+    aggio_request ar = AGGIO_REQUEST_NULL;                                         \
+    int rc = aggio_file_##name(f->af, MPIIO_ARGS args, &ar);                       \
+    return mpiio_request_started(f, q, count, rc, ar, request);                    \
   }
 MPIIO_NONBLOCKING_CALLS(MPIIO_DEFINE_NONBLOCKING)

@@ -73,9 +73,9 @@ struct mpiio_file *mpiio_from_fint(MPI_Fint fint) {
   return f;
 }
 
-/* Oldest first means lowest slot first only while no slot was reused; the
- * order matters only for closing at MPI_Finalize, where every rank of a
- * file's communicator holds the same files and frees slots alike. */
+/* In slot order, which is not the order of opening once a slot was
+ * reused: MPI_Finalize uses it only to free the handles of files that
+ * libaggio has already closed in the order they were opened. */
 int mpiio_all_files(struct mpiio_file **out, int cap) {
   int n = 0;
   pthread_mutex_lock(&lock);

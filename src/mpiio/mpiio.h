@@ -41,16 +41,23 @@ MPI_File mpiio_register(struct mpiio_file *f);
 void mpiio_unregister(struct mpiio_file *f);
 /* The aggio file of a Fortran handle, or NULL. */
 struct mpiio_file *mpiio_from_fint(MPI_Fint fint);
-/* Every registered file, oldest first, into out (at most cap); the count. */
+/* Registered files, in slot order, into out (at most cap); the count. */
 int mpiio_all_files(struct mpiio_file **out, int cap);
 int mpiio_file_count(void);
 
 /* ---- errors.c -------------------------------------------------------------- */
 
+/* The MPI error class of an AGGIO_ERR_* code (0 -> MPI_SUCCESS): after
+ * MPI_Finalize, where no code with a message can be made any more. */
+int mpiio_error_class(int aggio_code);
 /* The MPI error code for an AGGIO_ERR_* code (0 -> MPI_SUCCESS); amode
  * tells a read on a write-only file (MPI_ERR_ACCESS) from a write on a
  * read-only one (MPI_ERR_READ_ONLY), which libaggio reports alike. */
 int mpiio_error_code(int aggio_code, int amode);
+/* The same for a data access of count elements: the rank that passed a
+ * negative count gets MPI_ERR_COUNT (libaggio says "invalid argument" on
+ * every rank of a collective call). */
+int mpiio_data_error(int aggio_code, int amode, int count);
 /* An error code of the given MPI class whose MPI_Error_string is msg. */
 int mpiio_error_with_message(int mpi_class, const char *msg);
 /* The end of every call on an aggio file: maps rc, remembers aggio's
@@ -80,8 +87,35 @@ int mpiio_passthrough_wanted(MPI_Comm comm, const char *path, MPI_Info info, int
 
 /* ---- requests.c ------------------------------------------------------------ */
 
-/* A completed MPI generalized request reporting status (the outcome of a
- * non-blocking call that ran to completion when it started). */
-int mpiio_completed_request(const MPI_Status *status, MPI_Request *request);
+/* A non-blocking call on an aggio file, in three steps (forward.c):
+ *   q = mpiio_request_new(f, count);     the MPI request, made first: once
+ *                                        libaggio has started a collective
+ *                                        operation, it has to run;
+ *   rc = aggio_file_i...(..., &ar);
+ *   return mpiio_request_started(f, q, count, rc, ar, request);
+ * q is NULL when memory ran out; started() then lets the operation run to
+ * its end and fails the call with MPI_ERR_NO_MEM.  The program's MPI_Wait,
+ * MPI_Test... (defined in requests.c) complete the request. */
+struct mpiio_request;
+struct mpiio_request *mpiio_request_new(struct mpiio_file *f, int count);
+int mpiio_request_started(struct mpiio_file *f, struct mpiio_request *q, int count,
+                          int aggio_rc, aggio_request ar, MPI_Request *request);
+/* After f's close (NULL: after every file's, at MPI_Finalize), which
+ * completed their operations: the requests of f take their outcome, and
+ * report it, if they report anything, through MPI_FILE_NULL's handler. */
+void mpiio_requests_closed(struct mpiio_file *f);
+/* Completes the freed requests whose operation has ended. */
+void mpiio_requests_reap(void);
+/* Between two rounds of a loop that polls MPI and aggio and moved nothing
+ * (*round counts them, from 0): the first ones yield the processor (the
+ * other side may be one message away), then sleep from 10 us, doubling up
+ * to 200 us. */
+void mpiio_pause(int *round);
+
+/* ---- files.c --------------------------------------------------------------- */
+
+/* What MPI_Abort does (MPI_ERRORS_ARE_FATAL too): what write-behind holds
+ * on this node reaches the file first, then PMPI_Abort. */
+int mpiio_abort(MPI_Comm comm, int errorcode);
 
 #endif

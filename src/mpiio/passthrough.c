@@ -18,6 +18,23 @@ int mpiio_passthrough_here(const char *path, MPI_Info info) {
   return h.passthrough.num != 0;
 }
 
+/* MPI_Allreduce(MAX) of n ints that lets this process's non-blocking
+ * aggio operations advance while it waits (aggio_progress): a rank that
+ * has not reached the open yet may be waiting for one of them, in a
+ * completion call that needs this rank's part (below MPI_THREAD_MULTIPLE
+ * nothing else would run it).  libaggio's own collectives wait the same
+ * way. */
+static int allreduce_progressing(const int *mine, int *all, int n, MPI_Comm comm) {
+  MPI_Request r;
+  int rc = PMPI_Iallreduce(mine, all, n, MPI_INT, MPI_MAX, comm, &r);
+  for (int flag = 0, round = 0; rc == MPI_SUCCESS && !flag;) {
+    rc = PMPI_Test(&r, &flag, MPI_STATUS_IGNORE);
+    if (rc == MPI_SUCCESS && !flag && !aggio_progress())
+      mpiio_pause(&round);
+  }
+  return rc;
+}
+
 int mpiio_passthrough_wanted(MPI_Comm comm, const char *path, MPI_Info info, int ready,
                              int *wanted) {
   int pass = mpiio_passthrough_here(path, info);
@@ -27,7 +44,7 @@ int mpiio_passthrough_wanted(MPI_Comm comm, const char *path, MPI_Info info, int
    * handle pointer, memory for the handle), so that none enters it alone. */
   int mine[4] = {pass, !pass, ready == MPIIO_NOT_READY_ARG, ready == MPIIO_NOT_READY_MEM};
   int all[4] = {0, 0, 0, 0};
-  int rc = PMPI_Allreduce(mine, all, 4, MPI_INT, MPI_MAX, comm);
+  int rc = allreduce_progressing(mine, all, 4, comm);
   if (rc != MPI_SUCCESS)
     return rc;
   if (all[0] && all[1])
