@@ -396,20 +396,44 @@ static void wait_locked(struct aggio_request_s *r) {
   }
 }
 
-/* Blocking in MPI is safe when no other operation of this process is
- * outstanding (nothing a peer could need waits behind this thread), or
- * when the progress thread runs the others (locked). */
-static int may_block(int mine) { return outstanding - mine <= 0 || thread_running; }
+/* 1 when x can take a step before op completes (locked): every other
+ * outstanding operation but the collective ones queued behind op on its
+ * file, which wait for it anyway (op NULL: any). */
+static int may_run_first(const struct aggio_request_s *x, const struct aggio__op *op) {
+  if (x->complete || (op && &x->op == op))
+    return 0;
+  if (!op || !op->queued || !op->collective || !x->c.collective || x->fh != op->fh)
+    return 1;
+  for (const struct aggio_request_s *y = request_of((struct aggio__op *)op)->next; y;
+       y = y->next)
+    if (y == x)
+      return 0; /* started after op on its file: waits behind it */
+  return 1;
+}
+
+/* Blocking in MPI on op's waits is safe when no other operation of this
+ * process could move meanwhile (nothing a peer could need waits behind
+ * this thread), or when the progress thread runs them (locked). */
+static int may_block(const struct aggio__op *op) {
+  if (thread_running)
+    return 1;
+  for (const struct aggio_request_s *x = first; x; x = x->next)
+    if (may_run_first(x, op))
+      return 0;
+  return 1;
+}
 
 void aggio__requests_await(struct aggio__op *op) {
   int backoff = 0;
   lock_requests();
-  while (!aggio__op_ready(op)) {
-    if (may_block(op->queued)) {
+  for (;;) {
+    if (may_block(op)) { /* the common case: straight into MPI */
       pthread_mutex_unlock(&lock);
       aggio__op_block(op);
       return;
     }
+    if (aggio__op_ready(op))
+      break;
     pass_or_pause(&backoff);
   }
   pthread_mutex_unlock(&lock);
@@ -419,7 +443,7 @@ void aggio__requests_await(struct aggio__op *op) {
 int aggio__wait_progress(MPI_Request *req) {
   int backoff = 0, flag = 0, rc = MPI_SUCCESS;
   lock_requests();
-  while (!may_block(0)) {
+  while (!may_block(NULL)) {
     rc = MPI_Test(req, &flag, MPI_STATUS_IGNORE);
     if (rc != MPI_SUCCESS || flag) {
       pthread_mutex_unlock(&lock);
@@ -472,7 +496,7 @@ static void trace_start(struct aggio_request_s *r, double t1) {
 
 /* 1 while r's pending step waits for messages or collectives. */
 static int waits_on_peers(const struct aggio_request_s *r) {
-  return !r->complete && r->op.pending && r->op.nreq > 0;
+  return !r->complete && r->op.pending && (r->op.nreq > 0 || r->op.creq != MPI_REQUEST_NULL);
 }
 
 /* The starting call's pass (locked).  Operations started back to back on

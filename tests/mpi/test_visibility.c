@@ -18,16 +18,21 @@
  *   atomic   atomic mode with aggio_strategy=write_behind asked for: a rank
  *            of another (emulated) node reads what a collective write put
  *            there, right after the barrier (MPI's atomic semantics need
- *            no sync).
+ *            no sync);
+ *   delay    acknowledged data does not stay in memory only: a record far
+ *            short of a block, held by write-behind, is in the file (read
+ *            with POSIX, past aggio) once aggio_write_behind_delay (100 ms
+ *            here) has passed a few times, with no aggio call meanwhile.
  * Bytes are checked against the pattern every rank wrote.
  *
  * aggio-test-ranks: 1 2 4
- * aggio-test-parts: size read twins atomic
+ * aggio-test-parts: size read twins atomic delay
  */
 #include <aggio.h>
 
 #include "harness.h"
 
+#include <fcntl.h>
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
@@ -202,6 +207,37 @@ static void t_atomic(void) {
   aggio_file_close(&fh);
 }
 
+static void t_delay(void) {
+  fresh();
+  char nodes[16];
+  snprintf(nodes, sizeof nodes, "%d", nprocs);
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "aggio_strategy", "write_behind");
+  MPI_Info_set(info, "aggio_write_behind_delay", "100");
+  aggio_file fh = AGGIO_FILE_NULL;
+  int rc = aggio_file_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, info, &fh);
+  MPI_Info_free(&info);
+  CHECK(rc == 0, "open: %s", aggio_error_message());
+  if (rc != 0)
+    return;
+  unsigned char buf[REC], back[REC];
+  int64_t mine = (int64_t)rank * REC;
+  fill(buf, REC, 6, mine);
+  CHECK(aggio_file_write_at_all(fh, mine, buf, REC, MPI_BYTE, MPI_STATUS_IGNORE) == 0,
+        "write: %s", aggio_error_message());
+  usleep(600000); /* no aggio call: only the I/O threads can move the data */
+  int fd = open(path, O_RDONLY);
+  memset(back, 0, REC);
+  ssize_t got = fd >= 0 ? pread(fd, back, REC, mine) : -1;
+  if (fd >= 0)
+    close(fd);
+  CHECK(got == REC && first_bad(back, REC, 6, mine) < 0, "delay: rank %d's record is not in the "
+        "file 600 ms after its write (pread gave %zd bytes): acknowledged data stayed in "
+        "memory only", rank, got);
+  aggio_file_close(&fh);
+}
+
 int main(int argc, char **argv) {
   const char *part = argc > 1 ? argv[1] : "size";
   MPI_Init(&argc, &argv);
@@ -218,5 +254,7 @@ int main(int argc, char **argv) {
     t_twins();
   else if (strcmp(part, "atomic") == 0)
     t_atomic();
+  else if (strcmp(part, "delay") == 0)
+    t_delay();
   return test_finish_mpi(path);
 }
