@@ -68,6 +68,11 @@ int aggio__wait_progress(MPI_Request *r);
 /* Schedule perturbation for the test suite (AGGIO_TEST_PERTURB,
  * request.c): a random short delay before an engine step. */
 void aggio__perturb(aggio_file fh);
+/* AGGIO_TEST_TIMING=factor (perturb.c): the test suite widens the windows
+ * that non-blocking starts are judged by (the merge grace, the run-ahead of
+ * a starting call) on a busy machine, so that tests of what happens inside
+ * a window do not depend on the scheduler.  1 when unset. */
+double aggio__test_timing(void);
 
 /* The same agreement carried in one int64 (code in the high half, rank in
  * the low half) so that it travels inside a larger reduction; MIN picks the

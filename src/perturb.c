@@ -7,6 +7,8 @@
  * quiet machine never produces: a rank late into a collective, a progress
  * pass that runs just after another rank left its starting call.  Unset,
  * it costs one test per step.
+ * AGGIO_TEST_TIMING=factor scales the timing windows of non-blocking
+ * starts (aggio__test_timing).
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -47,4 +49,19 @@ void aggio__perturb(aggio_file fh) {
   unsigned long long r = next(&state);
   if ((int)(r % 100) < percent)
     usleep((useconds_t)((r >> 8) % (unsigned long long)max_us));
+}
+
+static pthread_once_t timing_once = PTHREAD_ONCE_INIT;
+static double timing = 1.0;
+
+static void parse_timing(void) {
+  const char *v = getenv("AGGIO_TEST_TIMING");
+  double f;
+  if (v && sscanf(v, "%lf", &f) == 1 && f > 0)
+    timing = f;
+}
+
+double aggio__test_timing(void) {
+  pthread_once(&timing_once, parse_timing);
+  return timing;
 }

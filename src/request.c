@@ -193,7 +193,7 @@ static int deferred(const struct aggio_request_s *r, aggio_file defer, double no
     return 0;
   if (r->fh == defer)
     return 1;
-  return now > 0 && now - r->fh->nb_last_start < MERGE_GRACE;
+  return now > 0 && now - r->fh->nb_last_start < MERGE_GRACE * aggio__test_timing();
 }
 
 /* Per-file order within a pass: once a file's oldest unfinished
@@ -513,7 +513,7 @@ static int waits_on_peers(const struct aggio_request_s *r) {
 static void first_steps(struct aggio_request_s *r) {
   aggio_file fh = r->fh;
   double now = aggio__now();
-  int burst = now - fh->nb_last_start < MERGE_GRACE;
+  int burst = now - fh->nb_last_start < MERGE_GRACE * aggio__test_timing();
   fh->nb_last_start = now;
   ensure_thread();
   if (burst) {
@@ -522,7 +522,7 @@ static void first_steps(struct aggio_request_s *r) {
   }
   do
     progress_all();
-  while (waits_on_peers(r) && aggio__now() - now < RUN_AHEAD);
+  while (waits_on_peers(r) && aggio__now() - now < RUN_AHEAD * aggio__test_timing());
 }
 
 /* Without memory for a request, the operation runs to completion now, with

@@ -13,9 +13,12 @@
  *     of the independent strategy: the starting call hands the I/O to the
  *     file's I/O threads, which write while the rank computes; and
  *     aggio_file_iwrite_at_all through two-phase, where the starting call
- *     runs the operation ahead (2 ms) until its first round's writes are on
- *     the I/O threads (ranks started together; it may miss on a busy
- *     machine, so three tries, one of which must overlap).
+ *     runs the operation ahead until its first round's writes are on the
+ *     I/O threads.  The run-ahead is bounded (2 ms) and meets the other
+ *     ranks only when they start within it, which a busy machine (ctest -j2
+ *     with oversubscribed ranks) does not promise: the test widens it with
+ *     AGGIO_TEST_TIMING, so it checks the mechanism, not the scheduler
+ *     (what the default hides is measured in BENCHMARKS.md).
  * The file is then checked byte for byte through MPI-IO.
  *
  * aggio-test-ranks: 1 2 4
@@ -215,6 +218,7 @@ static int t_overlap(struct nb *c, const char *strategy, int collective, int nee
 
 int main(int argc, char **argv) {
   struct nb c;
+  setenv("AGGIO_TEST_TIMING", "1000", 0); /* run-ahead 2 s, see above */
   if (nb_init(&c, &argc, &argv, "overlap") != 0)
     return nb_finish(&c);
   if (c.level == MPI_THREAD_MULTIPLE) {
@@ -222,9 +226,7 @@ int main(int argc, char **argv) {
     t_overlap(&c, "independent", 1, 1);
   } else {
     t_overlap(&c, "independent", 0, 1);
-    int seen = 0;
-    for (int try = 0; try < 3 && !seen; try++)
-      seen = t_overlap(&c, "two_phase", 1, try == 2);
+    t_overlap(&c, "two_phase", 1, 1);
   }
   return nb_finish(&c);
 }
