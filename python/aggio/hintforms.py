@@ -3,7 +3,7 @@
 * aggio's `AGGIO_HINTS` and Cray MPICH's `MPICH_MPIIO_HINTS`, both
   `pattern:key=value:key=value,pattern2:...` (docs/hints.md, "AGGIO_HINTS");
   a value holding `:` or `,` (cb_config_list=*:1) is quoted Cray's way,
-  `cb_config_list=#*:1#`, which aggio's parser (src/hints.c) reads too.
+  `cb_config_list=#*:1#`, which aggio's parser (src/plan/hints.c) reads too.
   The two differ in which entries apply: every matching one in order for
   AGGIO_HINTS (later wins), only the first matching one for Cray, so the
   Cray form puts each file's entry first with the every-file hints in it;

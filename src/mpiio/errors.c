@@ -421,3 +421,12 @@ int MPI_File_call_errhandler(MPI_File fh, int errorcode) {
   invoke(f, errorcode);
   return MPI_SUCCESS;
 }
+
+/* MPI lets a process do local work before it aborts, not communicate:
+ * aggio_drain writes what write-behind holds on this node for every open
+ * file (saying on stderr what it could not), which the kill that follows
+ * would otherwise lose although the writes had returned success. */
+int mpiio_abort(MPI_Comm comm, int errorcode) {
+  aggio_drain();
+  return PMPI_Abort(comm, errorcode);
+}

@@ -173,13 +173,5 @@ int MPI_Finalize(void) {
   return rc != AGGIO_SUCCESS ? mpiio_error_class(rc) : mpi_rc;
 }
 
-/* MPI lets a process do local work before it aborts, not communicate:
- * aggio_drain writes what write-behind holds on this node for every open
- * file (saying on stderr what it could not), which the kill that follows
- * would otherwise lose although the writes had returned success. */
-int mpiio_abort(MPI_Comm comm, int errorcode) {
-  aggio_drain();
-  return PMPI_Abort(comm, errorcode);
-}
-
+/* MPI_Abort writes out what write-behind holds first (mpiio_abort). */
 int MPI_Abort(MPI_Comm comm, int errorcode) { return mpiio_abort(comm, errorcode); }

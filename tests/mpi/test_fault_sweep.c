@@ -1,14 +1,14 @@
 /*
  * test_fault_sweep.c - fault sweeps (issue 22): in each scenario every
  * allocation site and every storage call fails in turn (AGGIO_FAULTS,
- * src/storage.h), on the last rank and on every rank, and the library must
+ * src/core/storage.h), on the last rank and on every rank, and the library must
  * keep three promises:
  *   - agreement: a collective call returns the same code on every rank;
  *   - liveness: no call hangs (an alarm per run names scenario, op and n);
  *   - no false success: the bytes of a write that returned success are in
  *     the file after close when every later call returned success too (a
  *     deferred failure reported by a later call is write-behind's
- *     contract, README "When write-behind reports errors").
+ *     contract, docs/strategies.md "When write-behind reports errors").
  * A sweep of (scenario, op, ranks) runs the scenario once under a rule
  * that never fires, to learn from aggio__fault_calls how many calls of op
  * it makes (N, the maximum over the ranks), then fails the nth call for
@@ -537,7 +537,7 @@ static void sc_flush(struct run *r, const void *arg) {
 }
 
 /* 8 small non-blocking collective writes started back to back, completed
- * by one waitall: they merge (src/merge.c).  Each request's outcome is
+ * by one waitall: they merge (src/core/merge.c).  Each request's outcome is
  * agreed too, and counts as a call in start order: a later request may
  * report an earlier one's deferred failure. */
 static void sc_merge(struct run *r, const void *arg) {

@@ -1,6 +1,6 @@
 /*
  * test_faults.c - failures no real file system produces on demand, made
- * with AGGIO_FAULTS (src/storage.h), and the engine's answers to them:
+ * with AGGIO_FAULTS (src/core/storage.h), and the engine's answers to them:
  *   - every small allocation of a two-phase call (with either exchange,
  *     two_sided and rma) or of a node_local call (and of node_local's
  *     set-up, its shared window included) failing in turn on one rank:
@@ -202,7 +202,7 @@ static void note(struct reports *r, int rc, const char *what) {
 /* Writes behind the calls fail: with one emulated node per rank every rank
  * holds its own blocks and writes them itself, and the first system write
  * of each fails (pwrite@*#1), so there are exactly nprocs failures, one per
- * rank.  README ("When write-behind reports errors") promises each of them
+ * rank.  docs/strategies.md ("When write-behind reports errors") promises each of them
  * reported once, on every rank, by the next collective call, sync (where
  * 0), collective read (1) or close (2), with a message naming the failing
  * rank and system call; and the file working again after the reports.  So:

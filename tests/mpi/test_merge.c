@@ -1,6 +1,6 @@
 /*
  * test_merge.c - small non-blocking collective operations started back to
- * back and completed together run as one (src/merge.c), judged by the
+ * back and completed together run as one (src/core/merge.c), judged by the
  * engine's own count of merged operations and by the bytes:
  *   burst   every rank starts 16 small iwrite_at_all back to back, then
  *           aggio_waitall: the operations must merge (the count of merged

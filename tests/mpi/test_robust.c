@@ -1,6 +1,6 @@
 /*
  * test_robust.c - a process that dies holding the node cache's lock must
- * not wedge the node's other ranks (src/cache.c: the lock is robust, and
+ * not wedge the node's other ranks (src/strategies/write_behind/cache.c: the lock is robust, and
  * the next rank to take it recovers it, EOWNERDEAD).  A child process of
  * the last rank (fork: it shares the node memory) takes the lock and
  * exits holding it; then every rank writes and reads through the cache

@@ -1,6 +1,6 @@
 /*
  * test_storage_null.c - the null storage back end (aggio_storage=null,
- * src/storage_null.c): it is the one selected, it creates no file, it
+ * src/core/storage_null.c): it is the one selected, it creates no file, it
  * counts in the statistics exactly the system writes the POSIX back end
  * counts for the same collective writes (same number, same bytes, the
  * total the ranks wrote), reads return zeros for every byte asked, and an

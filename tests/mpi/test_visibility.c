@@ -1,7 +1,7 @@
 /*
  * test_visibility.c - write-behind holds collective writes after the calls
- * return; what MPI-IO programs see must not show it (README, "When data
- * is safe"; docs/strategies.md):
+ * return; what MPI-IO programs see must not show it (docs/strategies.md,
+ * "When data is safe"):
  *   size     after each small collective write (auto picks write-behind),
  *            get_size on every rank is at least the end of that write,
  *            also for a file of a sub-communicator (ROMIO and OMPIO write

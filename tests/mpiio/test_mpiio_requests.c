@@ -298,14 +298,20 @@ static void cancel(int *buf) {
   MPI_File_iwrite_at_all(fh, where(5, rank), buf, N, MPI_INT, &r);
   MPI_Cancel(&r);
   MPI_Status st;
-  /* seen with Open MPI 4.1's ompio: MPI_Wait leaves the status's cancelled
-   * bit as it found it, so the reference run starts from a cleared status;
-   * aggio's run from garbage, which its MPI_Wait must overwrite */
-  memset(&st, aggio ? 0xbe : 0, sizeof st);
+  /* aggio's run starts from a garbage status, which its MPI_Wait must
+   * overwrite */
+  memset(&st, 0xbe, sizeof st);
   int rc = MPI_Wait(&r, &st), cancelled = -1;
   MPI_Test_cancelled(&st, &cancelled);
-  CHECK(rc == MPI_SUCCESS && cancelled == 0, "cancel: wait %d, cancelled %d", rc,
-        cancelled);
+  if (!aggio && rc == MPI_SUCCESS && cancelled != 0) {
+    /* seen with Open MPI 4.1's ompio: the cancelled flag of the status is
+     * whatever its request held (1094795586, 32651, ...) */
+    test_skip("MPI_Test_cancelled after the MPI library's own MPI_Wait of a cancelled "
+              "iwrite_at_all gives %d, not a flag; checked under aggio", cancelled);
+  } else {
+    CHECK(rc == MPI_SUCCESS && cancelled == 0, "cancel: wait %d, cancelled %d", rc,
+          cancelled);
+  }
   CHECK(count_of(&st, MPI_INT) == N, "cancel: count %d", count_of(&st, MPI_INT));
 }
 

@@ -1,6 +1,6 @@
 /*
  * hints_parse.c - a command-line front end to aggio's own hint parsers
- * (src/hints.c), so that other tools' tests can check that a hint string
+ * (src/plan/hints.c), so that other tools' tests can check that a hint string
  * they emit is read by aggio as intended: the Python report tool parses
  * every AGGIO_HINTS / MPICH_MPIIO_HINTS line and hints file it prints
  * through this program.  Not installed.

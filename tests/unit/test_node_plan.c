@@ -1,5 +1,5 @@
 /*
- * test_node_plan.c - node-local aggregation's planning (src/node_plan.c):
+ * test_node_plan.c - node-local aggregation's planning (src/plan/node_plan.c):
  * the choice of a node's aggregators, the split of the node's bytes into
  * contiguous shares, the packing of each share into rounds of a buffer
  * (alignment, no overlap, nothing lost), and a rank's copies: random

@@ -1,0 +1,48 @@
+/*
+ * agree.c - the agreement that makes every collective call's outcome the
+ * same on all ranks (as ROMIO's collective writes end in an Allreduce of
+ * the error code): posted, and waited for while the process's non-blocking
+ * operations progress (request.c), since it is the first collective of
+ * most blocking calls (docs/engine.md, "Liveness").
+ */
+#include <string.h>
+
+#include "internal.h"
+
+int aggio__allreduce_progress(const void *in, void *out, int count, MPI_Datatype type,
+                              MPI_Op op, MPI_Comm comm) {
+  MPI_Request r;
+  int rc = MPI_Iallreduce(in, out, count, type, op, comm, &r);
+  return rc == MPI_SUCCESS ? aggio__wait_progress(&r) : rc;
+}
+
+int64_t aggio__agree_encoded(MPI_Comm comm, struct aggio__err *e) {
+  int rank;
+  MPI_Comm_rank(comm, &rank);
+  int64_t mine = aggio__err_encode(e->code, rank), low = 0;
+  /* MIN: error codes are negative, so the most negative code wins and
+   * ties go to the lowest rank; 0 survives only if every rank succeeded.
+   * Posted and waited for while the process's non-blocking operations
+   * progress: this is the first collective of most blocking calls, their
+   * entry (docs/engine.md, "Liveness"). */
+  int rc = aggio__allreduce_progress(&mine, &low, 1, MPI_INT64_T, MPI_MIN, comm);
+  if (rc != MPI_SUCCESS) {
+    aggio__fail(e, AGGIO_ERR_MPI, "rank %d: MPI_Allreduce failed while agreeing on the "
+                "outcome", rank);
+    return aggio__err_encode(e->code, rank);
+  }
+  aggio__err_decode(low, rank, e);
+  int root = aggio__err_rank(low);
+  if (root >= 0) { /* every rank is in this call now: the message may block */
+    char msg[AGGIO_ERRMSG_LEN];
+    memcpy(msg, e->msg, sizeof msg);
+    if (MPI_Bcast(msg, (int)sizeof msg, MPI_CHAR, root, comm) == MPI_SUCCESS)
+      aggio__err_take_message(rank, root, msg, e);
+  }
+  return low;
+}
+
+int aggio__agree(MPI_Comm comm, struct aggio__err *e) {
+  aggio__agree_encoded(comm, e);
+  return e->code;
+}

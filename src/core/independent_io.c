@@ -1,0 +1,134 @@
+/*
+ * independent_io.c - the data path of independent calls: every rank reads
+ * and writes its own ranges, through the storage edge, on the file's I/O
+ * threads when the call is non-blocking.  The independent strategy runs
+ * collective calls this way too (strategies/independent).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+
+/* Large requests go to the device (direct I/O where the file system
+ * allows it); small ones through the page cache. */
+#define DIRECT_REQUEST (4 << 20)
+
+static int write_ranges(struct aggio__op *op) {
+  aggio_file fh = op->fh;
+  const struct aggio__access *acc = &op->acc;
+  int64_t spos = 0;
+  for (size_t i = 0; i < acc->file.n; i++) {
+    const struct aggio__extent *x = &acc->file.v[i];
+    int flags = x->len >= DIRECT_REQUEST ? AGGIO_IO_DIRECT_OK : 0;
+    int rc = aggio__pwrite(fh, acc->stream + spos, x->len, x->off, flags, &op->err);
+    if (rc != 0)
+      return rc;
+    spos += x->len;
+  }
+  return 0;
+}
+
+/* Reads range by range; the first short read is the end of the file (the
+ * ranges are sorted), and nothing is written past it. */
+static int read_ranges(struct aggio__op *op) {
+  aggio_file fh = op->fh;
+  const struct aggio__access *acc = &op->acc;
+  int64_t spos = 0;
+  for (size_t i = 0; i < acc->file.n; i++) {
+    const struct aggio__extent *x = &acc->file.v[i];
+    int64_t got = 0;
+    int rc = aggio__pread(fh, acc->stream + spos, x->len, x->off, &got, 0, &op->err);
+    if (rc != 0)
+      return rc;
+    if (got < x->len) {
+      aggio__op_saw_eof(op, x->off + got);
+      return 0;
+    }
+    spos += x->len;
+  }
+  return 0;
+}
+
+/* In atomic mode the whole range is locked against other processes, as
+ * ROMIO does with fcntl locks. */
+static int locked(struct aggio__op *op, int (*io)(struct aggio__op *)) {
+  aggio_file fh = op->fh;
+  const struct aggio__extents *f = &op->acc.file;
+  if (!fh->atomic || f->n == 0)
+    return io(op);
+  int64_t lo = f->v[0].off, hi = f->v[f->n - 1].off + f->v[f->n - 1].len;
+  if (fh->store->lock(fh, lo, hi - lo, op->acc.is_write, &op->err) != 0)
+    return op->err.code;
+  int rc = io(op);
+  struct aggio__err ue = {0};
+  fh->store->lock(fh, lo, hi - lo, -1, &ue);
+  return rc;
+}
+
+/* After the I/O: a collective operation agrees on the outcome. */
+static int after_io(struct aggio__op *op) {
+  if (op->collective)
+    return aggio__then(op, aggio__step_agree_outcome, AGGIO_P_AGREE);
+  return aggio__then(op, NULL, AGGIO_P_WRITE);
+}
+
+/* A non-blocking operation's I/O runs on the file's I/O threads, so that
+ * it goes on while the application computes.  The job owns op->err and
+ * op->eof until its batch is done (the pool's lock orders the accesses). */
+struct io_job {
+  struct aggio__job job;
+  struct aggio__op *op;
+};
+
+static void run_io_job(struct aggio__job *job, struct aggio__err *e) {
+  struct aggio__op *op = ((struct io_job *)job)->op;
+  (void)e; /* failures go to op->err, read once the batch is done */
+  locked(op, op->acc.is_write ? write_ranges : read_ranges);
+}
+
+static void free_io_job(struct aggio__op *op) { free(op->sdata); }
+
+static int submit_io(struct aggio__op *op) {
+  struct aggio__pool *p = aggio__file_pool(op->fh);
+  struct io_job *j = p ? calloc(1, sizeof *j) : NULL;
+  if (!j)
+    return -1;
+  j->job.run = run_io_job;
+  j->op = op;
+  op->sdata = j;
+  op->sdata_free = free_io_job;
+  if (aggio__pool_submit(p, &j->job, &op->batch) != 0)
+    return -1; /* no thread: the caller does the I/O */
+  return 0;
+}
+
+int aggio__independent_io(struct aggio__op *op) {
+  if (op->err.code == 0 && op->acc.nbytes > 0 && !op->blocking && !op->sdata &&
+      submit_io(op) == 0) {
+    aggio__then(op, after_io, AGGIO_P_IO_WAIT);
+    op->wait_phase = AGGIO_P_IO_WAIT;
+    return AGGIO_STEP_PENDING;
+  }
+  if (op->err.code == 0)
+    locked(op, op->acc.is_write ? write_ranges : read_ranges);
+  return after_io(op);
+}
+
+/* Before an independent access, strategies holding data of this node make
+ * the touched bytes consistent (MPI's rule for one process's own
+ * accesses); then the reference data path runs. */
+int aggio__step_independent(struct aggio__op *op) {
+  aggio_file fh = op->fh;
+  if (op->err.code != 0 || op->acc.nbytes == 0)
+    return aggio__then(op, NULL, AGGIO_P_WRITE);
+  for (int i = 0; i < AGGIO_NSTRATEGIES && op->err.code == 0; i++) {
+    const struct aggio__strategy_ops *s = aggio__strategy_at(fh, i);
+    if (s && s->before_independent && aggio__ready(fh, i))
+      s->before_independent(fh, fh->strategy_state[i], &op->acc, &op->err);
+  }
+  if (op->err.code != 0)
+    return aggio__then(op, NULL, AGGIO_P_WRITE);
+  if (op->acc.is_write) /* independent calls may run on several threads at once */
+    __atomic_store_n(&fh->wrote_alone, 1, __ATOMIC_RELAXED);
+  return aggio__then(op, aggio__independent_io, op->acc.is_write ? AGGIO_P_WRITE : AGGIO_P_READ);
+}

@@ -1,0 +1,398 @@
+/*
+ * internal.h - what the library's files share: the file handle, the access
+ * description handed to strategies, the strategy function table and error
+ * helpers.  The engine that runs operations is engine.h; the storage edge
+ * (the only code that touches the file) is storage.h.
+ *
+ * Communicators made per file (file.c, nodes.c):
+ *   fh->comm      dup of the user's communicator; all of this file's
+ *                 collective traffic runs on it so it never mixes with the
+ *                 application's messages.
+ *   fh->node_comm the ranks of this rank's node (the emulated node when
+ *                 aggio_emulate_nodes is set): ranks that share memory.
+ *                 Strategies that use shared memory allocate their windows
+ *                 on it, so that emulated nodes exercise the paths that mix
+ *                 shared-memory copies with messages as real nodes do.
+ */
+#ifndef AGGIO_INTERNAL_H
+#define AGGIO_INTERNAL_H
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "aggio.h"
+#include "extent.h"
+#include "flat.h"
+#include "hints.h"
+#include "plan.h"
+#include "stats.h"
+#include "storage.h"
+#include "trace.h"
+
+#define AGGIO_ERRMSG_LEN 512
+
+/* Per-call error state: the code and this rank's message. */
+struct aggio__err {
+  int code;
+  char msg[AGGIO_ERRMSG_LEN];
+};
+
+/* Records an error (first one wins) and returns its code. */
+int aggio__fail(struct aggio__err *e, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* errno -> AGGIO_ERR_* */
+int aggio__errno_code(int err);
+
+/* Makes the call's outcome collective: a reduction of the encoded error
+ * (below), so every rank learns the lowest failing code and the lowest
+ * rank that had it, then that rank's message: every rank returns the same
+ * code and text.
+ * Posted, and waited for while the process's non-blocking operations
+ * progress (aggio__wait_progress): it may be a blocking call's first
+ * collective.  Returns the agreed code. */
+int aggio__agree(MPI_Comm comm, struct aggio__err *e);
+/* The same, returning the agreed encoding (to tell whether this rank's
+ * own failure was the one chosen). */
+int64_t aggio__agree_encoded(MPI_Comm comm, struct aggio__err *e);
+
+/* MPI_Allreduce, posted and waited for with aggio__wait_progress: the
+ * first collective of a blocking call (its entry).  Returns MPI's code. */
+int aggio__allreduce_progress(const void *in, void *out, int count, MPI_Datatype type,
+                              MPI_Op op, MPI_Comm comm);
+/* Waits for a posted collective while this process's outstanding
+ * non-blocking operations progress (request.c): a peer may need their
+ * steps before it can reach the collective.  Returns MPI's code. */
+int aggio__wait_progress(MPI_Request *r);
+/* Schedule perturbation for the test suite (AGGIO_TEST_PERTURB,
+ * request.c): a random short delay before an engine step. */
+void aggio__perturb(aggio_file fh);
+/* AGGIO_TEST_TIMING=factor (perturb.c): the test suite widens the windows
+ * that non-blocking starts are judged by (the merge grace, the run-ahead of
+ * a starting call) on a busy machine, so that tests of what happens inside
+ * a window do not depend on the scheduler.  1 when unset. */
+double aggio__test_timing(void);
+
+/* The same agreement carried in one int64 (code in the high half, rank in
+ * the low half) so that it travels inside a larger reduction; MIN picks the
+ * most negative code and, among equals, the lowest rank.  0 means success. */
+int64_t aggio__err_encode(int code, int rank);
+/* Applies an agreed encoded outcome to e (the agreed code on every rank;
+ * "rank R failed: ..." unless this rank's own failure was the one chosen)
+ * and returns the agreed code. */
+int aggio__err_decode(int64_t agreed, int me, struct aggio__err *e);
+
+/* The rank of an agreed encoded outcome, or -1 for success. */
+int aggio__err_rank(int64_t agreed);
+/* After an agreement chose rank root's failure, its message (msg, sent to
+ * every rank) becomes e's on the other ranks: every rank returns the same
+ * text. */
+void aggio__err_take_message(int me, int root, const char *msg, struct aggio__err *e);
+
+/* Stores e->msg as the thread's aggio_error_message() and returns e->code. */
+int aggio__finish(const struct aggio__err *e);
+
+/* ---- the file view -------------------------------------------------------- */
+
+struct aggio__view {
+  MPI_Offset disp;
+  MPI_Datatype etype;    /* duplicated, or a named type */
+  MPI_Datatype filetype; /* duplicated, or a named type */
+  int64_t etype_size;
+  struct aggio__flat *ft; /* flattened filetype */
+};
+
+/* ---- direct I/O ---------------------------------------------------------- */
+
+enum aggio__dio_state {
+  AGGIO_DIO_OFF = 0,     /* disabled by hint, or refused */
+  AGGIO_DIO_ON = 1
+};
+
+/* ---- node-shared memory (shm.h) -------------------------------------------- */
+
+#define AGGIO_SHM_NAME 64
+
+struct aggio__op;
+
+struct aggio__shm {
+  char *base;          /* this rank's mapping (page-aligned), or NULL */
+  size_t len;
+  /* while it is being made (shm.c) */
+  MPI_Comm comm;
+  int me;              /* rank in comm */
+  char name[AGGIO_SHM_NAME];
+  int ok;              /* the agreement's operand: this rank mapped it */
+  int (*then)(struct aggio__op *op);
+  int phase;
+  /* set by the caller, or NULL: run by the creating rank on the new
+   * memory before any other rank can map it; 0 or -1 (failed) */
+  int (*init)(char *base, void *arg);
+  void *init_arg;
+};
+
+/* ---- the file handle ------------------------------------------------------ */
+
+struct aggio__strategy_ops;
+struct aggio__pool;
+
+struct aggio_file_s {
+  MPI_Comm comm;
+  int rank, nprocs;
+  char *path;
+  int amode;
+  int opened;             /* this rank opened the file (romio_no_indep_rw: only
+                           * aggregators and rank 0 do) */
+  int atomic;             /* MPI atomic mode (aggio_file_set_atomicity) */
+  long group_lock;        /* Lustre group-lock id this rank holds (lustre_lock.h), 0 none */
+  int wrote_alone;        /* an independent write since the last collective call */
+  const struct aggio__storage_ops *store; /* the storage edge (storage.h) */
+  void *store_state;      /* the back end's own state */
+  struct aggio__faults *faults; /* AGGIO_FAULTS for tests, or NULL */
+  int dio;                /* enum aggio__dio_state */
+  int64_t dio_align;      /* offset/length/memory alignment for O_DIRECT */
+  int64_t block;          /* file-system block size (st_blksize), agreed */
+  char fstype[32];        /* "ext4", "tmpfs", "lustre", ... */
+  struct aggio__hints hints;
+  struct aggio__view view;
+  MPI_Offset fp_ind;      /* individual file pointer, in etypes */
+  /* the shared file pointer (shared_fp.c), in etypes of the view */
+  MPI_Win sfp_win;        /* its window, MPI_WIN_NULL until made */
+  int64_t *sfp_ptr;       /* the counter (rank 0's; every rank's when shm) */
+  int sfp_shm;            /* one node: moved with atomics in shared memory */
+  int sfp_locked;         /* the lock_all epoch is open: the pointer works */
+  char sfp_why[200];      /* why there is none (open could not make it) */
+
+  /* topology, agreed at open (nodes.c) */
+  int nnodes;
+  int *node_of_rank;      /* nprocs entries: (emulated) node of each rank */
+  char **node_names;      /* nnodes entries */
+  int *aggr;              /* aggregator ranks, sorted */
+  int naggr;
+  int my_aggr_index;      /* index into aggr, or -1 */
+  MPI_Comm node_comm;     /* ranks of this rank's (emulated) node */
+  char placement_used[64];  /* the placement applied (aggio_placement_selected) */
+  char topo_error[256];     /* why a topology or placement was not used, or "" */
+  /* aggio_placement_scope=call (topology_load.c): what the topology
+   * placement needs again at every two-phase call, or NULL */
+  struct aggio__call_placement *call_place;
+  char io_node[64];         /* the topology's I/O node nearest to this rank's
+                             * node, or "": where the SimGrid build's null back
+                             * end forwards writes (storage_null.c) */
+  char exchange_used[16];   /* two-phase exchange in use (aggio_exchange_selected), or "" */
+  char exchange_why[200];   /* why not the one aggio_exchange asked for, or "" */
+
+  /* strategies: the table of every strategy by id (the registry's, set at
+   * open: aggio__strategy_at), the configured one, and the per-file state
+   * of each that has run (made collectively at its first operation, see
+   * engine.c) */
+  const struct aggio__strategy_ops *const *strategies;
+  const struct aggio__strategy_ops *strategy;
+  void *strategy_state[AGGIO_NSTRATEGIES];
+  unsigned strategy_ready; /* bit i: strategy i's state is whole (aggio__ready) */
+  unsigned strategy_refused; /* bit i: strategy i's set-up failed (auto avoids it) */
+  const char *strategy_used;   /* strategy of the last collective call ("" none) */
+  int auto_previous;           /* auto's last choice, enum aggio__auto_choice or -1 */
+  struct aggio__pool *pool;    /* I/O threads for this file (pool.c), lazily */
+  MPI_Datatype summary_type;   /* struct aggio__call_summary, and its reduction */
+  MPI_Op summary_op;
+
+  /* non-blocking operations (request.c, under its mutex) */
+  int nb_outstanding;          /* started and not complete */
+  double nb_last_start;        /* when the last one was started */
+  unsigned long nb_pass;       /* the progress pass that found a collective
+                                * operation of this file unfinished */
+  struct aggio_request_s *split; /* the active split collective, or NULL */
+
+  /* the process's open files (open_files.c, under its lock) */
+  aggio_file open_prev, open_next; /* open order */
+  uint64_t file_dev, file_ino; /* the file's identity (0 0: its path) */
+  int twins;                   /* other handles of the same file open here */
+  int finalizing;              /* closed by MPI_Finalize: nobody to report to */
+  int64_t coll_end;            /* end of the collective writes since the last
+                                * collective flush (agreed: get_size) */
+
+  struct aggio__stats *stats;  /* NULL unless stats or timers are on */
+  struct aggio__trace *trace;  /* NULL unless tracing is on */
+  pthread_mutex_t trace_lock;  /* I/O threads record POSIX calls too */
+  pthread_mutex_t info_lock;   /* the texts get_info reads while other threads
+                                * write them: hints' "ignored" reasons (an I/O
+                                * thread finds direct I/O refused), the
+                                * exchange chosen (a progress pass sets two-phase
+                                * up) */
+  double open_time;            /* seconds taken by open, for the timers */
+  double posix_open_t0, posix_open_t1; /* the open(2), traced once the trace starts */
+};
+
+/* Strategy i's per-file state is whole.  Any thread may ask (get_size,
+ * the independent path, a twin's access) while a progress pass sets the
+ * state up: the bit is set once the state is whole (release), and read
+ * with acquire. */
+static inline int aggio__ready(aggio_file fh, int i) {
+  return (int)((__atomic_load_n(&fh->strategy_ready, __ATOMIC_ACQUIRE) >> i) & 1u);
+}
+static inline void aggio__set_ready(aggio_file fh, int i, int on) {
+  if (on)
+    __atomic_or_fetch(&fh->strategy_ready, 1u << i, __ATOMIC_RELEASE);
+  else
+    __atomic_and_fetch(&fh->strategy_ready, ~(1u << i), __ATOMIC_RELEASE);
+}
+
+/* A trace record taken under the file's trace lock (any thread). */
+void aggio__trace_record_locked(aggio_file fh, int op, int64_t offset, int64_t length,
+                                int64_t type_size, double t0, double t1, int flags);
+
+/* ---- one rank's side of a data access ------------------------------------ */
+
+/* A data access reduced to what the strategies need: the file byte ranges
+ * (sorted: MPI-IO requires monotonic file views) and the matching contiguous
+ * data stream of the same total length. */
+struct aggio__access {
+  int is_write;
+  struct aggio__extents file; /* file ranges in stream order */
+  char *stream;               /* user buffer, or a packed copy */
+  int64_t nbytes;             /* total bytes requested */
+};
+
+/* ---- aggregation strategies ----------------------------------------------- */
+
+struct aggio__op;
+
+/* One strategy per file, each exporting one of these (read
+ * strategy_independent.c first: it is the reference).  A NULL slot means
+ * the strategy has nothing to do there.  Operations run through the engine
+ * (engine.h): `start` receives a collective operation whose arguments every
+ * rank has agreed on and sets its first step; steps never block unless the
+ * operation is blocking, and never leave a peer waiting after a local
+ * failure. */
+struct aggio__strategy_ops {
+  const char *name;
+  int id;  /* AGGIO_STRAT_* (strategies.def): index into fh->strategy_state */
+  /* Per-file state, made by the strategy's first operation on the file:
+   * `setup` is the first of the steps that make it (they sit in
+   * fh->strategy_state[id] from the first step on), the last one calls
+   * aggio__setup_done.  Like every step, they post collectives and never
+   * block on a peer in a non-blocking operation (docs/engine.md,
+   * "Liveness"); a collective MPI has only in blocking form may run only
+   * when op->blocking (the operation has entered a blocking call on every
+   * rank).  fini frees it: at close and when hints change (every rank,
+   * collectively), and after a failed set-up (every rank, by the
+   * agreement); it must not block on peers in a non-blocking operation. */
+  int (*setup)(struct aggio__op *op);
+  void (*fini)(aggio_file fh, void *state);
+  /* 1 when, with the file's hints, setup needs MPI's blocking collectives
+   * (an RMA window): the state is then made at open and when hints change
+   * (aggio__strategies_prepare), so that a non-blocking first operation
+   * finds it made */
+  int (*setup_blocks)(aggio_file fh);
+  /* Only for auto: the strategy that runs this operation (pure: the same
+   * on every rank, from the agreed summary). */
+  const struct aggio__strategy_ops *(*choose)(aggio_file fh, const struct aggio__op *op,
+                                              char *why, size_t whylen);
+  /* Begins an agreed collective operation: sets op's first step. */
+  int (*start)(struct aggio__op *op);
+  /* Strategies that keep data between calls (write-behind): */
+  /* what it holds, into this rank's summary (flags AGGIO_SF_*, the range
+   * of written data held), and a deferred failure not reported yet into
+   * e (NULL: this rank has an error of its own already, the failure waits
+   * for a later call); called at the start of every collective operation */
+  void (*contribute)(aggio_file fh, void *state, struct aggio__call_summary *mine,
+                     struct aggio__err *e);
+  /* the agreement chose the deferred failure contribute (or flush) gave
+   * as this rank's error: it has been reported (until then it stays,
+   * for the next call to report) */
+  void (*reported)(aggio_file fh, void *state);
+  /* writes out what it holds and forgets what it read; local part of a
+   * collective flush (sync, close, set_size, atomic mode, a strategy
+   * switch); a deferred failure not reported yet goes to e when e holds
+   * no error (the caller's agreement then tells `reported`) */
+  int (*flush)(aggio_file fh, void *state, struct aggio__err *e);
+  /* before an independent access of this rank: make the bytes it touches
+   * consistent (MPI's same-process rule) */
+  int (*before_independent)(aggio_file fh, void *state, const struct aggio__access *acc,
+                            struct aggio__err *e);
+  /* end of the data this rank's node holds for the file (get_size), or 0 */
+  int64_t (*held_end)(aggio_file fh, void *state);
+  /* bytes acknowledged to the program that this rank's node could not
+   * write and no call has reported yet, with the first failure's text;
+   * *speaker 1 on the one rank of the node that says so (at finalize) */
+  int64_t (*unwritten)(aggio_file fh, void *state, char *msg, size_t len, int *speaker);
+};
+
+/* The strategy of id i (AGGIO_STRAT_*, strategy_ids.h) of the file's
+ * table, or NULL when i is out of range.  The table is the registry's
+ * (strategies/registry.c, above the core), handed to the file at open: the
+ * core names no strategy and calls none by symbol (docs/architecture.md). */
+static inline const struct aggio__strategy_ops *aggio__strategy_at(aggio_file fh, int i) {
+  return i >= 0 && i < AGGIO_NSTRATEGIES ? fh->strategies[i] : NULL;
+}
+
+/* ---- topology (nodes.c) ---------------------------------------------------- */
+
+/* Collective at open: finds nodes (MPI_COMM_TYPE_SHARED groups, split into
+ * emulated nodes by the aggio_emulate_nodes hint), names them, and chooses
+ * the aggregators from cb_config_list / cb_nodes.  Fills nnodes,
+ * node_of_rank, node_names, aggr, naggr, my_aggr_index, node_comm. */
+int aggio__topology(aggio_file fh, struct aggio__err *e);
+void aggio__topology_free(aggio_file fh);
+/* Sets my_aggr_index from aggr (after the aggregators are chosen or moved:
+ * node discovery and placement both do). */
+static inline void aggio__find_my_aggr(aggio_file fh) {
+  fh->my_aggr_index = -1;
+  for (int i = 0; i < fh->naggr; i++)
+    if (fh->aggr[i] == fh->rank)
+      fh->my_aggr_index = i;
+}
+
+/* ---- per-call placement (topology_load.c) ------------------------------------- */
+
+/* With aggio_placement_scope=call: the topology placement of one call from
+ * its volumes (volume[r]: the bytes rank r accesses), into a scratch
+ * list of the file's.  Returns 1 when it differs from fh->aggr, 0
+ * when not, -1 out of memory (this rank only: the caller agrees). */
+int aggio__place_call(aggio_file fh, const int64_t *volume);
+int64_t *aggio__call_volume(aggio_file fh);   /* [nprocs] */
+/* Makes the scratch list the file's aggregators. */
+void aggio__place_call_commit(aggio_file fh);
+void aggio__call_placement_free(aggio_file fh);
+
+/* ---- aggregator placement (topology_load.c) --------------------------------- */
+
+/* Collective at open, after the aggregators are chosen (ready: this rank
+ * chose them; 0 still takes part in the collectives, and places nothing):
+ * moves them as aggio_placement says, on the topology of
+ * aggio_topology_file or aggio_topology_slurm.  Fills placement_used and
+ * topo_error.  Fails only when out of memory. */
+int aggio__place_aggregators(aggio_file fh, int ready, struct aggio__err *e);
+
+/* ---- helpers shared by the data-access entry points ------------------------ */
+
+/* Current file size as this rank must see it: the file's, or further when
+ * this node still holds written data (write-behind). */
+int aggio__file_size(aggio_file fh, MPI_Offset *size, struct aggio__err *e);
+
+/* Byte displacement in the file of a view offset (in etypes): the heart of
+ * aggio_file_get_byte_offset (io.c). */
+int aggio__view_byte_offset(aggio_file fh, MPI_Offset offset, MPI_Offset *disp,
+                            struct aggio__err *e);
+
+/* Aligned allocation for aggregator buffers (free with free()). */
+void *aggio__alloc_aligned(int64_t len, int64_t align);
+/* malloc/calloc that AGGIO_FAULTS can make fail (alloc), for the small
+ * allocations whose failure paths must be tested. */
+void *aggio__malloc(aggio_file fh, size_t n);
+void *aggio__calloc(aggio_file fh, size_t n, size_t size);
+
+/* Portable ceil/floor for alignment (x and a non-negative; callers keep x
+ * well below INT64_MAX - a). */
+static inline int64_t aggio__round_down(int64_t x, int64_t a) {
+  return a > 0 ? x - (((x % a) + a) % a) : x;
+}
+static inline int64_t aggio__round_up(int64_t x, int64_t a) {
+  if (a <= 0 || x > INT64_MAX - a)
+    return x;
+  return aggio__round_down(x + a - 1, a);
+}
+
+#endif

@@ -1,0 +1,80 @@
+/*
+ * storage.c - the calls of the storage edge as the rest of the library
+ * makes them (storage.h), and what every back end counts per transfer.
+ * The back ends are listed in storage_registry.c.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* ---- statistics and trace --------------------------------------------------- */
+
+/* I/O threads write too, so counters are added atomically. */
+static void add(int64_t *p, int64_t v) { __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
+
+static void add_time(double *p, double v) {
+  double old, new;
+  __atomic_load(p, &old, __ATOMIC_RELAXED);
+  do
+    new = old + v;
+  while (!__atomic_compare_exchange(p, &old, &new, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+}
+
+static int64_t align_unit(aggio_file fh) {
+  int64_t su = fh->hints.striping_unit.num;
+  return su > 0 ? su : fh->block;
+}
+
+void aggio__storage_note(aggio_file fh, int is_write, int64_t off, int64_t len, int direct,
+                         double t0, int flags) {
+  double t1 = (fh->trace || fh->stats) ? aggio__now() : 0.0;
+  if (fh->trace)
+    aggio__trace_record_locked(fh, is_write ? AGGIO_OP_POSIX_PWRITE : AGGIO_OP_POSIX_PREAD,
+                               off, len, 0, t0, t1,
+                               flags & (AGGIO_IO_AGGREGATOR | AGGIO_IO_BEHIND));
+  struct aggio__stats *s = fh->stats;
+  if (!s)
+    return;
+  if (flags & AGGIO_IO_BEHIND)
+    add_time(&s->behind_time, t1 - t0);
+  add_time(is_write ? &s->sys_write_time : &s->sys_read_time, t1 - t0);
+  add(&s->c[is_write ? AGGIO_C_SYS_WRITES : AGGIO_C_SYS_READS], 1);
+  add(&s->c[is_write ? AGGIO_C_SYS_WRITE_BYTES : AGGIO_C_SYS_READ_BYTES], len);
+  int64_t a = align_unit(fh);
+  if (a > 0 && off % a == 0)
+    add(&s->c[is_write ? AGGIO_C_SYS_WRITES_ALIGNED : AGGIO_C_SYS_READS_ALIGNED], 1);
+  if (direct) {
+    add(&s->c[is_write ? AGGIO_C_DIRECT_WRITES : AGGIO_C_DIRECT_READS], 1);
+    add(&s->c[is_write ? AGGIO_C_DIRECT_WRITE_BYTES : AGGIO_C_DIRECT_READ_BYTES], len);
+  }
+  if (flags & AGGIO_IO_BEHIND)
+    add(&s->c[is_write ? AGGIO_C_BEHIND_WRITES : AGGIO_C_BEHIND_READS], 1);
+  if (is_write && (flags & AGGIO_IO_AGGREGATOR)) { /* per-aggregator lines at close */
+    add(&s->c[AGGIO_C_AGGR_WRITES], 1);
+    add(&s->c[AGGIO_C_AGGR_WRITE_BYTES], len);
+  }
+}
+
+/* ---- the calls ---------------------------------------------------------------- */
+
+int aggio__pwrite(aggio_file fh, const void *buf, int64_t len, int64_t off, int flags,
+                  struct aggio__err *e) {
+  if (len <= 0)
+    return 0;
+  return fh->store->pwrite(fh, buf, len, off, flags, e);
+}
+
+int aggio__pread(aggio_file fh, void *buf, int64_t len, int64_t off, int64_t *got,
+                 int flags, struct aggio__err *e) {
+  *got = 0;
+  if (len <= 0)
+    return 0;
+  return fh->store->pread(fh, buf, len, off, got, flags, e);
+}
+
+int aggio__fsync(aggio_file fh, struct aggio__err *e) {
+  if (!fh->opened)
+    return 0;
+  return fh->store->sync(fh, e);
+}
