@@ -58,7 +58,8 @@ static int open_everywhere(aggio_file fh, struct aggio__err *e) {
       aggio__fail(e, rc0, "rank 0 failed to open %s: %s", fh->path, aggio_strerror(rc0));
     return rc0;
   }
-  int needs_fd = !fh->hints.no_indep_rw.num || fh->my_aggr_index >= 0 || fh->rank == 0;
+  int needs_fd =
+      !fh->hints.no_indep_rw.num || fh->topo.my_aggr_index >= 0 || fh->rank == 0;
   if (fh->rank != 0 && needs_fd)
     fh->store->open(fh, 0, e);
   struct aggio__fs_info fi;
@@ -129,18 +130,18 @@ static const char *getenv_nonempty(const char *name) {
 /* Statistics, timers, placement display and trace, all off unless asked. */
 static int observability_open(aggio_file fh, struct aggio__err *e) {
   if (fh->hints.stats.num || fh->hints.timers.num || fh->hints.placement_display.num) {
-    fh->stats = aggio__stats_new((int)fh->hints.timers.num);
-    if (!fh->stats)
+    fh->obs.stats = aggio__stats_new((int)fh->hints.timers.num);
+    if (!fh->obs.stats)
       aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: out of memory", fh->rank);
   }
   int rc = aggio__trace_open(fh, fh->hints.trace.str, fh->hints.trace_memory.num,
-                             &fh->trace);
+                             &fh->obs.trace);
   if (rc != 0)
     aggio__fail(e, rc, "rank %d: cannot start the trace: %s", fh->rank,
                 aggio_strerror(rc));
-  if (fh->trace && fh->opened)
-    aggio__trace_record(fh->trace, AGGIO_OP_POSIX_OPEN, -1, 0, 0,
-                        fh->posix_open_t0, fh->posix_open_t1, 0);
+  if (fh->obs.trace && fh->opened)
+    aggio__trace_record(fh->obs.trace, AGGIO_OP_POSIX_OPEN, -1, 0, 0,
+                        fh->obs.posix_open_t0, fh->obs.posix_open_t1, 0);
   if (fh->hints.placement_display.num)
     aggio__placement_display(fh);
   return e->code;
@@ -184,9 +185,9 @@ static void release(aggio_file fh) {
     fh->store->release(fh);
   drop_view(&fh->view);
   aggio__topology_free(fh);
-  if (fh->trace)
-    aggio__trace_discard(fh->trace);
-  free(fh->stats);
+  if (fh->obs.trace)
+    aggio__trace_discard(fh->obs.trace);
+  free(fh->obs.stats);
   if (fh->summary_op != MPI_OP_NULL)
     MPI_Op_free(&fh->summary_op);
   if (fh->summary_type != MPI_DATATYPE_NULL)
@@ -195,7 +196,7 @@ static void release(aggio_file fh) {
     MPI_Comm_free(&fh->comm);
   aggio__faults_free(fh->faults);
   free(fh->path);
-  pthread_mutex_destroy(&fh->trace_lock);
+  pthread_mutex_destroy(&fh->obs.trace_lock);
   pthread_mutex_destroy(&fh->info_lock);
   free(fh);
 }
@@ -238,13 +239,13 @@ static aggio_file new_handle(MPI_Comm comm, const char *filename, int amode,
   }
   fh->faults = faults;
   fh->comm = MPI_COMM_NULL;
-  fh->node_comm = MPI_COMM_NULL;
+  fh->topo.node_comm = MPI_COMM_NULL;
   fh->summary_type = MPI_DATATYPE_NULL;
   fh->summary_op = MPI_OP_NULL;
-  fh->sfp_win = MPI_WIN_NULL;
+  fh->sfp.win = MPI_WIN_NULL;
   fh->store = aggio__storage_default();
   fh->strategies = aggio__strategy_registry();
-  pthread_mutex_init(&fh->trace_lock, NULL);
+  pthread_mutex_init(&fh->obs.trace_lock, NULL);
   pthread_mutex_init(&fh->info_lock, NULL);
   fh->amode = amode;
   fh->auto_previous = -1;
@@ -352,11 +353,11 @@ int aggio_file_open(MPI_Comm comm, const char *filename, int amode,
   if (fh->rank == 0 && (getenv_nonempty("AGGIO_HINTS_DISPLAY") ||
                         getenv_nonempty("MPICH_MPIIO_HINTS_DISPLAY")))
     aggio__hints_display(&fh->hints, fh->path, stdout);
-  fh->open_time = aggio__now() - t0;
-  if (fh->stats)
-    aggio__phase_add(fh->stats, AGGIO_P_OPEN, fh->open_time);
-  if (fh->trace)
-    aggio__trace_record(fh->trace, AGGIO_OP_OPEN, -1, 0, 0, t0, aggio__now(), 0);
+  fh->obs.open_time = aggio__now() - t0;
+  if (fh->obs.stats)
+    aggio__phase_add(fh->obs.stats, AGGIO_P_OPEN, fh->obs.open_time);
+  if (fh->obs.trace)
+    aggio__trace_record(fh->obs.trace, AGGIO_OP_OPEN, -1, 0, 0, t0, aggio__now(), 0);
   aggio__finalize_hook(aggio_file_close);
   aggio__files_add(fh);
   *fh_out = fh;
@@ -378,27 +379,27 @@ int aggio_file_close(aggio_file *fhp) {
   aggio__requests_detach(fh);
   aggio__files_remove(fh); /* its twins stop looking at it */
   aggio__flush_all(fh, &e);
-  if (fh->finalizing) /* nobody is left to hear of what could not be written */
+  if (fh->open.finalizing) /* nobody is left to hear of what could not be written */
     aggio__report_unwritten(fh, stderr);
   strategies_fini(fh);
-  aggio__pool_free(fh->pool);
+  aggio__pool_quiet(fh->pool); /* none of its jobs outlives it */
   fh->pool = NULL;
   fh->store->close(fh, &e);
   aggio__sfp_close(fh); /* collective: every rank is done with the pointer */
   MPI_Barrier(fh->comm); /* every rank closed before any unlink */
   if ((fh->amode & MPI_MODE_DELETE_ON_CLOSE) && fh->rank == 0 && fh->store->remove)
     fh->store->remove(fh, &e);
-  if (fh->stats)
-    aggio__phase_add(fh->stats, AGGIO_P_CLOSE, aggio__now() - t0);
-  if (fh->trace) {
+  if (fh->obs.stats)
+    aggio__phase_add(fh->obs.stats, AGGIO_P_CLOSE, aggio__now() - t0);
+  if (fh->obs.trace) {
     aggio__trace_record_locked(fh, AGGIO_OP_CLOSE, -1, 0, 0, t0, aggio__now(), 0);
-    int rc = aggio__trace_close(fh, fh->trace);
-    fh->trace = NULL;
+    int rc = aggio__trace_close(fh, fh->obs.trace);
+    fh->obs.trace = NULL;
     if (rc != 0)
       aggio__fail(&e, rc, "rank %d: writing the trace failed: %s", fh->rank,
                   aggio_strerror(rc));
   }
-  if (fh->stats)
+  if (fh->obs.stats)
     aggio__stats_close(fh);
   aggio__agree(fh->comm, &e);
   release(fh);
@@ -530,7 +531,8 @@ static void hints_changed(aggio_file fh, struct aggio__err *e) {
   if (fh->hints.direct_io.num == AGGIO_DISABLE)
     fh->dio = AGGIO_DIO_OFF;
   mark_unhonoured(fh);
-  const struct aggio__strategy_ops *s = aggio__strategy_at(fh, (int)fh->hints.strategy.num);
+  const struct aggio__strategy_ops *s =
+      aggio__strategy_at(fh, (int)fh->hints.strategy.num);
   fh->strategy = s ? s : aggio__strategy_at(fh, AGGIO_STRAT_AUTO);
 }
 
@@ -573,7 +575,7 @@ static int apply_info(aggio_file fh, MPI_Info info, struct aggio__err *e) {
  * filetype size, and flag 4 when the filetype is contiguous, so that a
  * reader can turn later offsets (in etypes) into bytes. */
 static void trace_view(aggio_file fh, double t0) {
-  if (!fh->trace)
+  if (!fh->obs.trace)
     return;
   const struct aggio__flat *ft = fh->view.ft;
   int contiguous = !ft || (ft->n == 1 && ft->off[0] == 0 && ft->len[0] == ft->extent);
@@ -592,7 +594,7 @@ int aggio_file_set_view(aggio_file fh, MPI_Offset disp, MPI_Datatype etype,
   }
   struct aggio__flat *ft = NULL;
   int64_t esize = 0;
-  double t0 = fh->trace ? aggio__now() : 0.0;
+  double t0 = fh->obs.trace ? aggio__now() : 0.0;
   aggio__requests_settle(fh); /* outstanding operations keep the view they began with */
   if (view_disp(fh, &disp, &e) == 0)
     check_view(fh, disp, etype, filetype, datarep, &ft, &esize, &e);
@@ -669,7 +671,7 @@ int aggio_file_set_size(aggio_file fh, MPI_Offset size) {
     aggio__fail(&e, AGGIO_ERR_BAD_FILE, "fh is NULL");
     return aggio__finish(&e);
   }
-  double t0 = (fh->trace || fh->stats) ? aggio__now() : 0.0;
+  double t0 = (fh->obs.trace || fh->obs.stats) ? aggio__now() : 0.0;
   aggio__requests_settle(fh);
   if (size < 0)
     aggio__fail(&e, AGGIO_ERR_OFFSET, "rank %d: negative size %lld", fh->rank,
@@ -685,10 +687,10 @@ int aggio_file_set_size(aggio_file fh, MPI_Offset size) {
     fh->store->truncate(fh, size, &e);
   fh->coll_end = 0; /* the flush put every node's data in the file, then cut */
   aggio__agree(fh->comm, &e);
-  if (fh->trace)
+  if (fh->obs.trace)
     aggio__trace_record_locked(fh, AGGIO_OP_SET_SIZE, size, 0, 0, t0, aggio__now(), 2);
-  if (fh->stats)
-    aggio__phase_add(fh->stats, AGGIO_P_SYNC, aggio__now() - t0);
+  if (fh->obs.stats)
+    aggio__phase_add(fh->obs.stats, AGGIO_P_SYNC, aggio__now() - t0);
   return aggio__finish(&e);
 }
 
@@ -709,7 +711,7 @@ int aggio_file_preallocate(aggio_file fh, MPI_Offset size) {
     aggio__fail(&e, AGGIO_ERR_BAD_FILE, "fh is NULL");
     return aggio__finish(&e);
   }
-  double t0 = (fh->trace || fh->stats) ? aggio__now() : 0.0;
+  double t0 = (fh->obs.trace || fh->obs.stats) ? aggio__now() : 0.0;
   aggio__requests_settle(fh);
   if (size < 0)
     aggio__fail(&e, AGGIO_ERR_OFFSET, "rank %d: negative size %lld", fh->rank,
@@ -723,10 +725,10 @@ int aggio_file_preallocate(aggio_file fh, MPI_Offset size) {
   if (aggio__agree(fh->comm, &e) == 0 && fh->rank == 0)
     preallocate_root(fh, size, &e);
   aggio__agree(fh->comm, &e);
-  if (fh->trace)
+  if (fh->obs.trace)
     aggio__trace_record_locked(fh, AGGIO_OP_PREALLOCATE, size, 0, 0, t0, aggio__now(), 2);
-  if (fh->stats)
-    aggio__phase_add(fh->stats, AGGIO_P_SYNC, aggio__now() - t0);
+  if (fh->obs.stats)
+    aggio__phase_add(fh->obs.stats, AGGIO_P_SYNC, aggio__now() - t0);
   return aggio__finish(&e);
 }
 
@@ -753,7 +755,7 @@ int aggio_file_sync(aggio_file fh) {
     aggio__fail(&e, AGGIO_ERR_BAD_FILE, "fh is NULL");
     return aggio__finish(&e);
   }
-  double t0 = (fh->trace || fh->stats) ? aggio__now() : 0.0;
+  double t0 = (fh->obs.trace || fh->obs.stats) ? aggio__now() : 0.0;
   aggio__requests_settle(fh); /* what they wrote is synced too */
   aggio__flush_local(fh, &e);
   /* what the flush gave is a deferred failure: reported if chosen */
@@ -761,10 +763,10 @@ int aggio_file_sync(aggio_file fh) {
   aggio__fsync(fh, &e);
   aggio__deferred_agreed(fh, deferred, aggio__agree_encoded(fh->comm, &e));
   fh->coll_end = 0; /* every node's held data is in the file now */
-  if (fh->trace)
+  if (fh->obs.trace)
     aggio__trace_record_locked(fh, AGGIO_OP_SYNC, -1, 0, 0, t0, aggio__now(), 2);
-  if (fh->stats)
-    aggio__phase_add(fh->stats, AGGIO_P_SYNC, aggio__now() - t0);
+  if (fh->obs.stats)
+    aggio__phase_add(fh->obs.stats, AGGIO_P_SYNC, aggio__now() - t0);
   return aggio__finish(&e);
 }
 
@@ -830,12 +832,13 @@ int aggio_file_set_info(aggio_file fh, MPI_Info info) {
 /* What the placement chose, and why not the topology when it could not. */
 static void placement_info(aggio_file fh, MPI_Info info) {
   char list[MPI_MAX_INFO_VAL];
-  MPI_Info_set(info, "aggio_placement_selected", fh->placement_used);
-  aggio__format_ranks(fh->aggr, fh->aggr ? fh->naggr : 0, list, sizeof list);
+  MPI_Info_set(info, "aggio_placement_selected", fh->topo.placement_used);
+  aggio__format_ranks(fh->topo.aggr, fh->topo.aggr ? fh->topo.naggr : 0, list,
+                      sizeof list);
   if (list[0])
     MPI_Info_set(info, "aggio_aggregators", list);
-  if (fh->topo_error[0])
-    MPI_Info_set(info, "aggio_topology_error", fh->topo_error);
+  if (fh->topo.error[0])
+    MPI_Info_set(info, "aggio_topology_error", fh->topo.error);
 }
 
 int aggio_file_get_info(aggio_file fh, MPI_Info *info_used) {
@@ -846,7 +849,7 @@ int aggio_file_get_info(aggio_file fh, MPI_Info *info_used) {
     return aggio__finish(&e);
   /* a progress pass or an I/O thread of another thread may change these */
   pthread_mutex_lock(&fh->info_lock);
-  if (aggio__hints_to_info(&fh->hints, fh->naggr, info_used) != 0)
+  if (aggio__hints_to_info(&fh->hints, fh->topo.naggr, info_used) != 0)
     aggio__fail(&e, AGGIO_ERR_MPI, "rank %d: MPI_Info_create failed", fh->rank);
   else
     placement_info(fh, *info_used);

@@ -35,12 +35,12 @@ static int run_call(struct call *c) {
   aggio__call_begin(c, &op, 1);
   aggio__op_wait(&op);
   aggio__call_end(c, &op);
-  double t1 = fh->stats ? op.t_mark : fh->trace ? aggio__now() : 0.0;
-  if (fh->trace)
+  double t1 = fh->obs.stats ? op.t_mark : fh->obs.trace ? aggio__now() : 0.0;
+  if (fh->obs.trace)
     aggio__trace_record_locked(fh, aggio__call_trace_op(c, 0), c->offset, c->count,
                                c->type_size, c->t0, t1, c->collective ? 2 : 0);
-  if (fh->stats)
-    fh->stats->api_time += t1 - c->t0;
+  if (fh->obs.stats)
+    fh->obs.stats->api_time += t1 - c->t0;
   return aggio__finish(&op.err);
 }
 
@@ -256,7 +256,7 @@ int aggio_file_seek_shared(aggio_file fh, MPI_Offset offset, int whence) {
     aggio__fail(&e, AGGIO_ERR_BAD_FILE, "fh is NULL");
     return aggio__finish(&e);
   }
-  double t0 = fh->trace ? aggio__now() : 0.0;
+  double t0 = fh->obs.trace ? aggio__now() : 0.0;
   aggio__requests_settle(fh);
   if (refuse_sequential(fh, "seek_shared", &e) == 0 && whence != MPI_SEEK_SET &&
       whence != MPI_SEEK_CUR && whence != MPI_SEEK_END)
@@ -275,7 +275,7 @@ int aggio_file_seek_shared(aggio_file fh, MPI_Offset offset, int whence) {
   if (e.code == 0 && all[SK_ERR] == 0 && fh->rank == 0)
     seek_shared_root(fh, offset, whence, all, &pos, &e);
   aggio__agree(fh->comm, &e); /* and no rank moves on before rank 0 has set it */
-  if (fh->trace)
+  if (fh->obs.trace)
     aggio__trace_record_locked(fh, AGGIO_OP_SEEK_SHARED, pos, 0, 0, t0, aggio__now(),
                                AGGIO_TRACE_FLAG_COLLECTIVE);
   return aggio__finish(&e);

@@ -87,7 +87,7 @@ int aggio_file_iread_shared(aggio_file fh, void *buf, int count, MPI_Datatype da
 static int begin_kind(aggio_file fh, MPI_Offset offset, const void *buf, int count,
                       MPI_Datatype type, int is_write, int use_fp, int kind) {
   struct aggio__err e = {0};
-  if (fh && fh->split) {
+  if (fh && fh->nb.split) {
     aggio__fail(&e, AGGIO_ERR_REQUEST, "rank %d: a split collective is already active on "
                 "this file (MPI allows one per file handle)", fh->rank);
     return aggio__finish(&e);

@@ -144,7 +144,7 @@ static int prepare(struct call *c, struct aggio__access *acc, struct aggio__err 
 }
 
 static void count_call(const struct call *c, int64_t done) {
-  struct aggio__stats *s = c->fh->stats;
+  struct aggio__stats *s = c->fh->obs.stats;
   int ctr = c->collective ? (c->is_write ? AGGIO_C_COLL_WRITES : AGGIO_C_COLL_READS)
                           : (c->is_write ? AGGIO_C_IND_WRITES : AGGIO_C_IND_READS);
   s->c[ctr]++;
@@ -164,7 +164,7 @@ static void finish_call(struct call *c, struct aggio__op *op) {
     MPI_Status_set_elements_x(c->status, MPI_BYTE, (MPI_Count)done);
   if (code == 0 && c->use_fp && !c->fp_at_start)
     fh->fp_ind = c->offset + done / fh->view.etype_size;
-  if (fh->stats && code == 0)
+  if (fh->obs.stats && code == 0)
     count_call(c, done);
   /* an independent write has reached the file (a non-blocking one only
    * now): the next collective call forgets loaded copies (engine.c) */
@@ -187,7 +187,7 @@ static void finish_call(struct call *c, struct aggio__op *op) {
 void aggio__call_begin(struct call *c, struct aggio__op *op, int blocking) {
   aggio_file fh = c->fh;
   memset(op, 0, sizeof *op);
-  c->t0 = (fh->trace || fh->stats) ? aggio__now() : 0.0;
+  c->t0 = (fh->obs.trace || fh->obs.stats) ? aggio__now() : 0.0;
   if (c->use_fp)
     c->offset = fh->fp_ind;
   prepare(c, &op->acc, &op->err);
@@ -203,8 +203,9 @@ void aggio__call_begin(struct call *c, struct aggio__op *op, int blocking) {
   aggio__op_init(op, fh, c->collective, blocking);
   if (!c->collective)
     aggio__then(op, aggio__step_independent, AGGIO_P_WRITE);
-  if (fh->stats) /* from t0 on, the calls' time is tiled by the phases */
-    aggio__phase_add(fh->stats, c->packed ? AGGIO_P_PACK : AGGIO_P_PLAN, op->t_mark - c->t0);
+  if (fh->obs.stats) /* from t0 on, the calls' time is tiled by the phases */
+    aggio__phase_add(fh->obs.stats, c->packed ? AGGIO_P_PACK : AGGIO_P_PLAN,
+                     op->t_mark - c->t0);
 }
 
 void aggio__call_end(struct call *c, struct aggio__op *op) {

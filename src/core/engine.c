@@ -14,18 +14,18 @@
 #include "engine.h"
 
 void aggio__op_account(struct aggio__op *op, int phase) {
-  if (!op->fh->stats)
+  if (!op->fh->obs.stats)
     return;
   double t = aggio__now();
-  aggio__phase_add(op->fh->stats, (enum aggio__phase)phase, t - op->t_mark);
+  aggio__phase_add(op->fh->obs.stats, (enum aggio__phase)phase, t - op->t_mark);
   op->t_mark = t;
 }
 
 void aggio__op_reassign(struct aggio__op *op, int to, double seconds) {
-  if (!op->fh->stats || seconds <= 0)
+  if (!op->fh->obs.stats || seconds <= 0)
     return;
-  aggio__phase_add(op->fh->stats, (enum aggio__phase)to, seconds);
-  aggio__phase_add(op->fh->stats, (enum aggio__phase)op->step_phase, -seconds);
+  aggio__phase_add(op->fh->obs.stats, (enum aggio__phase)to, seconds);
+  aggio__phase_add(op->fh->obs.stats, (enum aggio__phase)op->step_phase, -seconds);
 }
 
 /* ---- MPI requests of the pending step ---------------------------------------- */
@@ -324,7 +324,7 @@ static int step_init(struct aggio__op *op);
 void aggio__op_init(struct aggio__op *op, aggio_file fh, int collective, int blocking) {
   op->fh = fh;
   op->creq = MPI_REQUEST_NULL;
-  op->t_mark = fh->stats ? aggio__now() : 0.0;
+  op->t_mark = fh->obs.stats ? aggio__now() : 0.0;
   op->collective = collective;
   op->blocking = blocking;
   op->eof = INT64_MAX;
@@ -357,7 +357,8 @@ void aggio__op_deferred(struct aggio__op *op, const struct aggio__err *held) {
 }
 
 void aggio__deferred_agreed(aggio_file fh, int64_t mine, int64_t agreed) {
-  if (mine == 0 || mine != agreed || fh->finalizing) /* at finalize nobody hears it */
+  if (mine == 0 || mine != agreed ||
+      fh->open.finalizing) /* at finalize nobody hears it */
     return;
   for (int i = 0; i < AGGIO_NSTRATEGIES; i++) {
     const struct aggio__strategy_ops *s = aggio__strategy_at(fh, i);
@@ -402,6 +403,18 @@ static int share_message(struct aggio__op *op) {
                          op->fh->comm, AGGIO_P_AGREE);
 }
 
+/* Whether the program's writes may reach the file while op runs
+ * (AGGIO_SF_CONCURRENT): a non-blocking operation runs while the program
+ * goes on; a blocking one first completes the file's outstanding
+ * operations (request.c), but the process may have others, and at
+ * MPI_THREAD_MULTIPLE another thread may write meanwhile. */
+static int concurrent(const struct aggio__op *op) {
+  int level = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&level);
+  return !op->blocking || __atomic_load_n(&op->fh->nb.outstanding, __ATOMIC_RELAXED) > 0 ||
+         level == MPI_THREAD_MULTIPLE;
+}
+
 int aggio__step_summarize(struct aggio__op *op) {
   aggio_file fh = op->fh;
   struct aggio__call_summary c = {.held_lo = INT64_MAX};
@@ -409,6 +422,7 @@ int aggio__step_summarize(struct aggio__op *op) {
   aggio__summary_mine(&op->mine, &op->acc.file, op->acc.nbytes,
                       aggio__err_encode(op->err.code, fh->rank),
                       c.flags | (fh->opened ? 0 : AGGIO_SF_NOT_OPENED) |
+                          (concurrent(op) ? AGGIO_SF_CONCURRENT : 0) |
                           (__atomic_exchange_n(&fh->wrote_alone, 0, __ATOMIC_RELAXED)
                                ? AGGIO_SF_INDEPENDENT
                                : 0));
@@ -438,8 +452,9 @@ static const struct aggio__strategy_ops *choose(struct aggio__op *op) {
   pthread_mutex_lock(&fh->info_lock); /* get_info may read it meanwhile */
   fh->strategy_used = s->name;
   pthread_mutex_unlock(&fh->info_lock);
-  if (fh->stats && why[0])
-    snprintf(fh->stats->auto_choice, sizeof fh->stats->auto_choice, "%s: %s", s->name, why);
+  if (fh->obs.stats && why[0])
+    snprintf(fh->obs.stats->auto_choice, sizeof fh->obs.stats->auto_choice, "%s: %s",
+             s->name, why);
   return s;
 }
 
@@ -585,6 +600,6 @@ int aggio__flush_local(aggio_file fh, struct aggio__err *e) {
 
 struct aggio__pool *aggio__file_pool(aggio_file fh) {
   if (!fh->pool)
-    fh->pool = aggio__pool_new();
+    fh->pool = aggio__pool_process();
   return fh->pool;
 }

@@ -42,6 +42,12 @@ enum { AGGIO_STEP_NEXT = 0, AGGIO_STEP_PENDING = 1 };
 #define AGGIO_SF_CACHE_CLEAN 2 /* a node holds data it read (read-ahead) */
 #define AGGIO_SF_NOT_OPENED 4  /* a rank did not open the file (romio_no_indep_rw) */
 #define AGGIO_SF_INDEPENDENT 8 /* a rank wrote independently since its last collective call */
+/* Writes of the program may land in the file while the operation runs (it
+ * is non-blocking, a rank has non-blocking operations outstanding, or
+ * other threads may call MPI-IO): a hole between the operation's pieces
+ * may be written meanwhile, so it must not be read and written back (a
+ * read-modify-write would put stale bytes over a write that returned). */
+#define AGGIO_SF_CONCURRENT 16
 
 struct aggio__op;
 typedef int (*aggio__step_fn)(struct aggio__op *op);
@@ -221,7 +227,7 @@ int aggio__op_alltoall(struct aggio__op *op, const void *in, void *out, int coun
 int aggio__op_alltoallv(struct aggio__op *op, const void *in, const int *scount,
                         const int *sdisp, void *out, const int *rcount, const int *rdisp,
                         MPI_Datatype type, int phase);
-/* On any communicator of the file (node_local gathers on fh->node_comm). */
+/* On any communicator of the file (node_local gathers on fh->topo.node_comm). */
 int aggio__op_gather(struct aggio__op *op, const void *in, void *out, int count,
                      MPI_Datatype type, int root, MPI_Comm comm, int phase);
 int aggio__op_allgather(struct aggio__op *op, const void *in, void *out, int count,

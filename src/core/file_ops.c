@@ -17,8 +17,8 @@ int aggio__strategy_prepare(aggio_file fh, const struct aggio__strategy_ops *s,
   if (!s->setup || aggio__ready(fh, s->id))
     return 0;
   struct aggio__op op;
-  struct aggio__stats *stats = fh->stats;
-  fh->stats = NULL; /* its time is the calling call's, counted there */
+  struct aggio__stats *stats = fh->obs.stats;
+  fh->obs.stats = NULL; /* its time is the calling call's, counted there */
   memset(&op, 0, sizeof op);
   aggio__op_init(&op, fh, 1, 1);
   op.entered = 1; /* the calling blocking call has entered on every rank */
@@ -26,7 +26,7 @@ int aggio__strategy_prepare(aggio_file fh, const struct aggio__strategy_ops *s,
   aggio__then(&op, s->setup, AGGIO_P_OPEN);
   aggio__op_wait(&op);
   aggio__op_free(&op);
-  fh->stats = stats;
+  fh->obs.stats = stats;
   if (op.err.code != 0)
     *e = op.err;
   return op.err.code;

@@ -66,7 +66,7 @@ int aggio_finalize(void) {
     aggio_file fh = aggio__files_oldest();
     if (!fh)
       break;
-    fh->finalizing = 1;
+    fh->open.finalizing = 1;
     int r = close(&fh);
     if (r != AGGIO_SUCCESS && rc == AGGIO_SUCCESS)
       rc = r;

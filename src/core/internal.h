@@ -8,7 +8,7 @@
  *   fh->comm      dup of the user's communicator; all of this file's
  *                 collective traffic runs on it so it never mixes with the
  *                 application's messages.
- *   fh->node_comm the ranks of this rank's node (the emulated node when
+ *   fh->topo.node_comm the ranks of this rank's node (the emulated node when
  *                 aggio_emulate_nodes is set): ranks that share memory.
  *                 Strategies that use shared memory allocate their windows
  *                 on it, so that emulated nodes exercise the paths that mix
@@ -26,7 +26,12 @@
 #include "extent.h"
 #include "flat.h"
 #include "hints.h"
+#include "nodes.h"
+#include "observe.h"
+#include "open_files.h"
 #include "plan.h"
+#include "request.h"
+#include "shared_fp.h"
 #include "stats.h"
 #include "storage.h"
 #include "trace.h"
@@ -157,29 +162,9 @@ struct aggio_file_s {
   struct aggio__hints hints;
   struct aggio__view view;
   MPI_Offset fp_ind;      /* individual file pointer, in etypes */
-  /* the shared file pointer (shared_fp.c), in etypes of the view */
-  MPI_Win sfp_win;        /* its window, MPI_WIN_NULL until made */
-  int64_t *sfp_ptr;       /* the counter (rank 0's; every rank's when shm) */
-  int sfp_shm;            /* one node: moved with atomics in shared memory */
-  int sfp_locked;         /* the lock_all epoch is open: the pointer works */
-  char sfp_why[200];      /* why there is none (open could not make it) */
+  struct aggio__sfp_state sfp; /* the shared file pointer (shared_fp.h) */
 
-  /* topology, agreed at open (nodes.c) */
-  int nnodes;
-  int *node_of_rank;      /* nprocs entries: (emulated) node of each rank */
-  char **node_names;      /* nnodes entries */
-  int *aggr;              /* aggregator ranks, sorted */
-  int naggr;
-  int my_aggr_index;      /* index into aggr, or -1 */
-  MPI_Comm node_comm;     /* ranks of this rank's (emulated) node */
-  char placement_used[64];  /* the placement applied (aggio_placement_selected) */
-  char topo_error[256];     /* why a topology or placement was not used, or "" */
-  /* aggio_placement_scope=call (topology_load.c): what the topology
-   * placement needs again at every two-phase call, or NULL */
-  struct aggio__call_placement *call_place;
-  char io_node[64];         /* the topology's I/O node nearest to this rank's
-                             * node, or "": where the SimGrid build's null back
-                             * end forwards writes (storage_null.c) */
+  struct aggio__topo_state topo; /* nodes and aggregators, agreed at open (nodes.h) */
   char exchange_used[16];   /* two-phase exchange in use (aggio_exchange_selected), or "" */
   char exchange_why[200];   /* why not the one aggio_exchange asked for, or "" */
 
@@ -194,35 +179,22 @@ struct aggio_file_s {
   unsigned strategy_refused; /* bit i: strategy i's set-up failed (auto avoids it) */
   const char *strategy_used;   /* strategy of the last collective call ("" none) */
   int auto_previous;           /* auto's last choice, enum aggio__auto_choice or -1 */
-  struct aggio__pool *pool;    /* I/O threads for this file (pool.c), lazily */
+  struct aggio__pool *pool;    /* the process's I/O threads (pool.c), once used */
   MPI_Datatype summary_type;   /* struct aggio__call_summary, and its reduction */
   MPI_Op summary_op;
 
-  /* non-blocking operations (request.c, under its mutex) */
-  int nb_outstanding;          /* started and not complete */
-  double nb_last_start;        /* when the last one was started */
-  unsigned long nb_pass;       /* the progress pass that found a collective
-                                * operation of this file unfinished */
-  struct aggio_request_s *split; /* the active split collective, or NULL */
+  struct aggio__nb_state nb;    /* non-blocking operations (request.h) */
 
-  /* the process's open files (open_files.c, under its lock) */
-  aggio_file open_prev, open_next; /* open order */
-  uint64_t file_dev, file_ino; /* the file's identity (0 0: its path) */
-  int twins;                   /* other handles of the same file open here */
-  int finalizing;              /* closed by MPI_Finalize: nobody to report to */
+  struct aggio__open_entry open; /* the process's open files (open_files.h) */
   int64_t coll_end;            /* end of the collective writes since the last
                                 * collective flush (agreed: get_size) */
 
-  struct aggio__stats *stats;  /* NULL unless stats or timers are on */
-  struct aggio__trace *trace;  /* NULL unless tracing is on */
-  pthread_mutex_t trace_lock;  /* I/O threads record POSIX calls too */
+  struct aggio__obs_state obs; /* statistics, timers and trace (observe.h) */
   pthread_mutex_t info_lock;   /* the texts get_info reads while other threads
                                 * write them: hints' "ignored" reasons (an I/O
                                 * thread finds direct I/O refused), the
                                 * exchange chosen (a progress pass sets two-phase
                                 * up) */
-  double open_time;            /* seconds taken by open, for the timers */
-  double posix_open_t0, posix_open_t1; /* the open(2), traced once the trace starts */
 };
 
 /* Strategy i's per-file state is whole.  Any thread may ask (get_size,
@@ -328,43 +300,16 @@ static inline const struct aggio__strategy_ops *aggio__strategy_at(aggio_file fh
   return i >= 0 && i < AGGIO_NSTRATEGIES ? fh->strategies[i] : NULL;
 }
 
-/* ---- topology (nodes.c) ---------------------------------------------------- */
+/* ---- topology (nodes.h) ---------------------------------------------------- */
 
-/* Collective at open: finds nodes (MPI_COMM_TYPE_SHARED groups, split into
- * emulated nodes by the aggio_emulate_nodes hint), names them, and chooses
- * the aggregators from cb_config_list / cb_nodes.  Fills nnodes,
- * node_of_rank, node_names, aggr, naggr, my_aggr_index, node_comm. */
-int aggio__topology(aggio_file fh, struct aggio__err *e);
-void aggio__topology_free(aggio_file fh);
-/* Sets my_aggr_index from aggr (after the aggregators are chosen or moved:
- * node discovery and placement both do). */
+/* Sets topo.my_aggr_index from topo.aggr (after the aggregators are chosen
+ * or moved: node discovery and placement both do). */
 static inline void aggio__find_my_aggr(aggio_file fh) {
-  fh->my_aggr_index = -1;
-  for (int i = 0; i < fh->naggr; i++)
-    if (fh->aggr[i] == fh->rank)
-      fh->my_aggr_index = i;
+  fh->topo.my_aggr_index = -1;
+  for (int i = 0; i < fh->topo.naggr; i++)
+    if (fh->topo.aggr[i] == fh->rank)
+      fh->topo.my_aggr_index = i;
 }
-
-/* ---- per-call placement (topology_load.c) ------------------------------------- */
-
-/* With aggio_placement_scope=call: the topology placement of one call from
- * its volumes (volume[r]: the bytes rank r accesses), into a scratch
- * list of the file's.  Returns 1 when it differs from fh->aggr, 0
- * when not, -1 out of memory (this rank only: the caller agrees). */
-int aggio__place_call(aggio_file fh, const int64_t *volume);
-int64_t *aggio__call_volume(aggio_file fh);   /* [nprocs] */
-/* Makes the scratch list the file's aggregators. */
-void aggio__place_call_commit(aggio_file fh);
-void aggio__call_placement_free(aggio_file fh);
-
-/* ---- aggregator placement (topology_load.c) --------------------------------- */
-
-/* Collective at open, after the aggregators are chosen (ready: this rank
- * chose them; 0 still takes part in the collectives, and places nothing):
- * moves them as aggio_placement says, on the topology of
- * aggio_topology_file or aggio_topology_slurm.  Fills placement_used and
- * topo_error.  Fails only when out of memory. */
-int aggio__place_aggregators(aggio_file fh, int ready, struct aggio__err *e);
 
 /* ---- helpers shared by the data-access entry points ------------------------ */
 

@@ -45,10 +45,10 @@ static int gather_keys(aggio_file fh, struct node_key *keys,
   /* The (emulated) node's communicator stays with the file: strategies
    * share memory on it, so emulated nodes use messages between them as
    * real nodes do. */
-  int rc = MPI_Comm_split(node_comm, mine.emu, lr, &fh->node_comm);
+  int rc = MPI_Comm_split(node_comm, mine.emu, lr, &fh->topo.node_comm);
   MPI_Comm_free(&node_comm);
   if (rc != MPI_SUCCESS) {
-    fh->node_comm = MPI_COMM_NULL;
+    fh->topo.node_comm = MPI_COMM_NULL;
     return aggio__fail(e, AGGIO_ERR_MPI, "rank %d: MPI_Comm_split failed", fh->rank);
   }
   if (MPI_Allgather(&mine, 2, MPI_INT, keys, 2, MPI_INT, fh->comm) != MPI_SUCCESS)
@@ -70,10 +70,10 @@ static int agree_memory(aggio_file fh, int ok, struct aggio__err *e) {
 static int gather_node_hosts(aggio_file fh, char *hosts, struct aggio__err *e) {
   int *counts = aggio__calloc(fh, (size_t)fh->nprocs, sizeof *counts);
   int *displs = aggio__calloc(fh, (size_t)fh->nprocs, sizeof *displs);
-  unsigned char *seen = aggio__calloc(fh, (size_t)fh->nnodes, 1);
+  unsigned char *seen = aggio__calloc(fh, (size_t)fh->topo.nnodes, 1);
   int rc = agree_memory(fh, counts && displs && seen, e);
   for (int r = 0; rc == 0 && r < fh->nprocs; r++) {
-    int id = fh->node_of_rank[r];
+    int id = fh->topo.node_of_rank[r];
     if (!seen[id]) {
       seen[id] = 1;
       counts[r] = MPI_MAX_PROCESSOR_NAME;
@@ -97,25 +97,27 @@ static int gather_node_hosts(aggio_file fh, char *hosts, struct aggio__err *e) {
  * this rank cannot allocate fails the open later, by its agreement: the
  * collectives here are done by then. */
 static int name_nodes(aggio_file fh, const struct node_key *keys, struct aggio__err *e) {
-  char *hosts = aggio__calloc(fh, (size_t)fh->nnodes, MPI_MAX_PROCESSOR_NAME);
-  fh->node_names = aggio__calloc(fh, (size_t)fh->nnodes, sizeof *fh->node_names);
-  int rc = agree_memory(fh, hosts && fh->node_names, e);
+  char *hosts = aggio__calloc(fh, (size_t)fh->topo.nnodes, MPI_MAX_PROCESSOR_NAME);
+  fh->topo.node_names =
+      aggio__calloc(fh, (size_t)fh->topo.nnodes, sizeof *fh->topo.node_names);
+  int rc = agree_memory(fh, hosts && fh->topo.node_names, e);
   if (rc == 0)
     rc = gather_node_hosts(fh, hosts, e);
   int emulated = fh->hints.emulate_nodes.num > 0;
   for (int r = 0; rc == 0 && r < fh->nprocs; r++) {
-    int id = fh->node_of_rank[r];
-    if (fh->node_names[id])
+    int id = fh->topo.node_of_rank[r];
+    if (fh->topo.node_names[id])
       continue;
     const char *host = hosts + (size_t)id * MPI_MAX_PROCESSOR_NAME;
     size_t n = strnlen(host, MPI_MAX_PROCESSOR_NAME) + 16;
-    fh->node_names[id] = aggio__malloc(fh, n);
-    if (!fh->node_names[id])
+    fh->topo.node_names[id] = aggio__malloc(fh, n);
+    if (!fh->topo.node_names[id])
       rc = aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: out of memory", fh->rank);
     else if (emulated)
-      snprintf(fh->node_names[id], n, "%.*s#%d", MPI_MAX_PROCESSOR_NAME, host, keys[r].emu);
+      snprintf(fh->topo.node_names[id], n, "%.*s#%d", MPI_MAX_PROCESSOR_NAME, host,
+               keys[r].emu);
     else
-      snprintf(fh->node_names[id], n, "%.*s", MPI_MAX_PROCESSOR_NAME, host);
+      snprintf(fh->topo.node_names[id], n, "%.*s", MPI_MAX_PROCESSOR_NAME, host);
   }
   free(hosts);
   return rc;
@@ -126,15 +128,17 @@ static int name_nodes(aggio_file fh, const struct node_key *keys, struct aggio__
  * of issue 22: open used to return early on one rank only). */
 int aggio__topology(aggio_file fh, struct aggio__err *e) {
   struct node_key *keys = aggio__malloc(fh, (size_t)fh->nprocs * sizeof *keys);
-  fh->node_of_rank = aggio__malloc(fh, (size_t)fh->nprocs * sizeof *fh->node_of_rank);
-  fh->aggr = aggio__malloc(fh, (size_t)fh->nprocs * sizeof *fh->aggr);
-  int rc = agree_memory(fh, keys && fh->node_of_rank && fh->aggr, e);
+  fh->topo.node_of_rank =
+      aggio__malloc(fh, (size_t)fh->nprocs * sizeof *fh->topo.node_of_rank);
+  fh->topo.aggr = aggio__malloc(fh, (size_t)fh->nprocs * sizeof *fh->topo.aggr);
+  int rc = agree_memory(fh, keys && fh->topo.node_of_rank && fh->topo.aggr, e);
   if (rc == 0)
     rc = gather_keys(fh, keys, e);
   if (rc == 0) {
     _Static_assert(sizeof(struct node_key) == 2 * sizeof(int), "keys are int pairs");
-    fh->nnodes = aggio__number_nodes(fh->nprocs, (const int *)keys, fh->node_of_rank);
-    rc = agree_memory(fh, fh->nnodes >= 0, e);
+    fh->topo.nnodes =
+        aggio__number_nodes(fh->nprocs, (const int *)keys, fh->topo.node_of_rank);
+    rc = agree_memory(fh, fh->topo.nnodes >= 0, e);
   }
   if (rc == 0)
     rc = name_nodes(fh, keys, e);
@@ -158,9 +162,10 @@ int aggio__topology(aggio_file fh, struct aggio__err *e) {
     aggio__place_aggregators(fh, 0, e); /* its collectives, so that no rank waits */
     return aggio__fail(e, AGGIO_ERR_ARG, "rank %d: %s", fh->rank, msg);
   }
-  if (aggio__select_aggregators(fh->nprocs, fh->node_of_rank, fh->nnodes,
-                                (const char *const *)fh->node_names, multiplied,
-                                cb_nodes, fh->aggr, &fh->naggr, msg, sizeof msg) != 0) {
+  if (aggio__select_aggregators(fh->nprocs, fh->topo.node_of_rank, fh->topo.nnodes,
+                                (const char *const *)fh->topo.node_names, multiplied,
+                                cb_nodes, fh->topo.aggr, &fh->topo.naggr, msg,
+                                sizeof msg) != 0) {
     aggio__place_aggregators(fh, 0, e);
     return aggio__fail(e, AGGIO_ERR_ARG, "rank %d: %s", fh->rank, msg);
   }
@@ -175,15 +180,15 @@ int aggio__topology(aggio_file fh, struct aggio__err *e) {
 
 void aggio__topology_free(aggio_file fh) {
   aggio__call_placement_free(fh);
-  if (fh->node_comm != MPI_COMM_NULL)
-    MPI_Comm_free(&fh->node_comm);
-  if (fh->node_names)
-    for (int i = 0; i < fh->nnodes; i++)
-      free(fh->node_names[i]);
-  free(fh->node_names);
-  free(fh->node_of_rank);
-  free(fh->aggr);
-  fh->node_names = NULL;
-  fh->node_of_rank = NULL;
-  fh->aggr = NULL;
+  if (fh->topo.node_comm != MPI_COMM_NULL)
+    MPI_Comm_free(&fh->topo.node_comm);
+  if (fh->topo.node_names)
+    for (int i = 0; i < fh->topo.nnodes; i++)
+      free(fh->topo.node_names[i]);
+  free(fh->topo.node_names);
+  free(fh->topo.node_of_rank);
+  free(fh->topo.aggr);
+  fh->topo.node_names = NULL;
+  fh->topo.node_of_rank = NULL;
+  fh->topo.aggr = NULL;
 }

@@ -24,32 +24,32 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static aggio_file oldest, newest;
 
 static int same_file(aggio_file a, aggio_file b) {
-  if (a->file_dev || a->file_ino)
-    return a->file_dev == b->file_dev && a->file_ino == b->file_ino;
+  if (a->open.dev || a->open.ino)
+    return a->open.dev == b->open.dev && a->open.ino == b->open.ino;
   return strcmp(a->path, b->path) == 0;
 }
 
 /* Tells every open handle of fh's file how many others it has (locked). */
 static void recount(aggio_file fh) {
   int n = 0;
-  for (aggio_file f = oldest; f; f = f->open_next)
+  for (aggio_file f = oldest; f; f = f->open.next)
     n += same_file(f, fh);
-  for (aggio_file f = oldest; f; f = f->open_next)
+  for (aggio_file f = oldest; f; f = f->open.next)
     if (same_file(f, fh))
-      __atomic_store_n(&f->twins, n - 1, __ATOMIC_RELAXED);
+      __atomic_store_n(&f->open.twins, n - 1, __ATOMIC_RELAXED);
 }
 
 void aggio__files_add(aggio_file fh) {
   struct stat st;
   if (fh->opened && stat(fh->path, &st) == 0) {
-    fh->file_dev = (uint64_t)st.st_dev;
-    fh->file_ino = (uint64_t)st.st_ino;
+    fh->open.dev = (uint64_t)st.st_dev;
+    fh->open.ino = (uint64_t)st.st_ino;
   }
   pthread_mutex_lock(&lock);
-  fh->open_prev = newest;
-  fh->open_next = NULL;
+  fh->open.prev = newest;
+  fh->open.next = NULL;
   if (newest)
-    newest->open_next = fh;
+    newest->open.next = fh;
   else
     oldest = fh;
   newest = fh;
@@ -59,16 +59,16 @@ void aggio__files_add(aggio_file fh) {
 
 void aggio__files_remove(aggio_file fh) {
   pthread_mutex_lock(&lock);
-  if (fh->open_prev)
-    fh->open_prev->open_next = fh->open_next;
+  if (fh->open.prev)
+    fh->open.prev->open.next = fh->open.next;
   else if (oldest == fh)
-    oldest = fh->open_next;
-  if (fh->open_next)
-    fh->open_next->open_prev = fh->open_prev;
+    oldest = fh->open.next;
+  if (fh->open.next)
+    fh->open.next->open.prev = fh->open.prev;
   else if (newest == fh)
-    newest = fh->open_prev;
-  fh->open_prev = fh->open_next = NULL;
-  for (aggio_file f = oldest; f; f = f->open_next)
+    newest = fh->open.prev;
+  fh->open.prev = fh->open.next = NULL;
+  for (aggio_file f = oldest; f; f = f->open.next)
     if (same_file(f, fh)) {
       recount(f);
       break;
@@ -82,10 +82,10 @@ void aggio__files_unlock(void) { pthread_mutex_unlock(&lock); }
 /* ---- the other handles of a file ------------------------------------------------------ */
 
 void aggio__files_settle_twins(aggio_file fh, const struct aggio__access *acc) {
-  if (__atomic_load_n(&fh->twins, __ATOMIC_RELAXED) == 0)
+  if (__atomic_load_n(&fh->open.twins, __ATOMIC_RELAXED) == 0)
     return;
   pthread_mutex_lock(&lock);
-  for (aggio_file f = oldest; f; f = f->open_next) {
+  for (aggio_file f = oldest; f; f = f->open.next) {
     if (f == fh || !same_file(f, fh))
       continue;
     struct aggio__err ignored = {0}; /* the twin's failures are the twin's to report */
@@ -100,10 +100,10 @@ void aggio__files_settle_twins(aggio_file fh, const struct aggio__access *acc) {
 
 int64_t aggio__files_twins_end(aggio_file fh) {
   int64_t end = 0;
-  if (__atomic_load_n(&fh->twins, __ATOMIC_RELAXED) == 0)
+  if (__atomic_load_n(&fh->open.twins, __ATOMIC_RELAXED) == 0)
     return 0;
   pthread_mutex_lock(&lock);
-  for (aggio_file f = oldest; f; f = f->open_next) {
+  for (aggio_file f = oldest; f; f = f->open.next) {
     if (f == fh || !same_file(f, fh))
       continue;
     for (int i = 0; i < AGGIO_NSTRATEGIES; i++) {
@@ -129,7 +129,7 @@ aggio_file aggio__files_oldest(void) {
 
 void aggio__files_each(void (*fn)(aggio_file fh, void *arg), void *arg) {
   pthread_mutex_lock(&lock);
-  for (aggio_file f = oldest; f; f = f->open_next)
+  for (aggio_file f = oldest; f; f = f->open.next)
     fn(f, arg);
   pthread_mutex_unlock(&lock);
 }

@@ -8,7 +8,19 @@
 #ifndef AGGIO_OPEN_FILES_H
 #define AGGIO_OPEN_FILES_H
 
-#include "internal.h"
+#include <stdint.h>
+
+#include "aggio.h"
+
+struct aggio__access;
+
+/* The file handle's part (fh->open, under the list's lock). */
+struct aggio__open_entry {
+  aggio_file prev, next;  /* open order */
+  uint64_t dev, ino;      /* the file's identity (0 0: its path) */
+  int twins;              /* other handles of the same file open here */
+  int finalizing;         /* closed by MPI_Finalize: nobody to report to */
+};
 
 /* At the end of a successful open, and at the start of close. */
 void aggio__files_add(aggio_file fh);

@@ -1,6 +1,7 @@
 /*
- * pool.c - a file's persistent I/O threads (pool.h).  One mutex guards the
- * queue and every batch counter; threads sleep on `work`, waiters on `done`.
+ * pool.c - the process's persistent I/O threads (pool.h).  One mutex guards
+ * the queue and every batch counter; threads sleep on `work`, waiters on
+ * `done`.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -13,21 +14,20 @@ struct aggio__pool {
   struct aggio__job *head, *tail;
   pthread_t thread[AGGIO_POOL_THREADS];
   int nthreads;
-  int stop;
+  int running; /* jobs taken from the queue and not finished */
 };
 
 static void *worker(void *arg) {
   struct aggio__pool *p = arg;
   pthread_mutex_lock(&p->lock);
   for (;;) {
-    while (!p->head && !p->stop)
+    while (!p->head)
       pthread_cond_wait(&p->work, &p->lock);
-    if (!p->head)
-      break; /* stopping, and nothing left */
     struct aggio__job *j = p->head;
     p->head = j->next;
     if (!p->head)
       p->tail = NULL;
+    p->running++;
     pthread_mutex_unlock(&p->lock);
     struct aggio__err e = {0};
     j->run(j, &e);
@@ -36,20 +36,28 @@ static void *worker(void *arg) {
     if (e.code != 0 && b->err.code == 0)
       b->err = e;
     b->pending--;
+    p->running--;
     pthread_cond_broadcast(&p->done);
   }
-  pthread_mutex_unlock(&p->lock);
   return NULL;
 }
 
-struct aggio__pool *aggio__pool_new(void) {
+static struct aggio__pool *process_pool;
+static pthread_once_t process_once = PTHREAD_ONCE_INIT;
+
+static void make_pool(void) {
   struct aggio__pool *p = calloc(1, sizeof *p);
   if (!p)
-    return NULL;
+    return;
   pthread_mutex_init(&p->lock, NULL);
   pthread_cond_init(&p->work, NULL);
   pthread_cond_init(&p->done, NULL);
-  return p;
+  process_pool = p;
+}
+
+struct aggio__pool *aggio__pool_process(void) {
+  pthread_once(&process_once, make_pool);
+  return process_pool;
 }
 
 /* Starts the threads at the first job: files that never need them cost
@@ -107,17 +115,11 @@ void aggio__batch_wait(struct aggio__pool *p, struct aggio__batch *batch) {
   pthread_mutex_unlock(&p->lock);
 }
 
-void aggio__pool_free(struct aggio__pool *p) {
+void aggio__pool_quiet(struct aggio__pool *p) {
   if (!p)
     return;
   pthread_mutex_lock(&p->lock);
-  p->stop = 1;
-  pthread_cond_broadcast(&p->work);
+  while (p->head || p->running > 0)
+    pthread_cond_wait(&p->done, &p->lock);
   pthread_mutex_unlock(&p->lock);
-  for (int i = 0; i < p->nthreads; i++)
-    pthread_join(p->thread[i], NULL);
-  pthread_cond_destroy(&p->work);
-  pthread_cond_destroy(&p->done);
-  pthread_mutex_destroy(&p->lock);
-  free(p);
 }

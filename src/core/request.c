@@ -76,7 +76,7 @@ static void link_request(struct aggio_request_s *r) {
     first = r;
   last = r;
   outstanding++;
-  r->fh->nb_outstanding++;
+  __atomic_add_fetch(&r->fh->nb.outstanding, 1, __ATOMIC_RELAXED); /* engine.c reads it */
 }
 
 static void unlink_request(struct aggio_request_s *r) {
@@ -109,14 +109,14 @@ static void complete(struct aggio_request_s *r) {
   r->status.MPI_ERROR = r->err.code;
   r->complete = 1;
   outstanding--;
-  fh->nb_outstanding--;
+  __atomic_sub_fetch(&fh->nb.outstanding, 1, __ATOMIC_RELAXED);
   for (int i = 1; i < m; i++) {
     struct aggio_request_s *f = request_of(g->ops[i]);
-    f->op.t_mark = fh->stats ? aggio__now() : 0.0;
+    f->op.t_mark = fh->obs.stats ? aggio__now() : 0.0;
     complete(f);
   }
-  if (fh->stats && m > 1)
-    fh->stats->c[AGGIO_C_NB_MERGED] += m - 1;
+  if (fh->obs.stats && m > 1)
+    fh->obs.stats->c[AGGIO_C_NB_MERGED] += m - 1;
   aggio__merge_free(g);
   pthread_cond_broadcast(&changed);
 }
@@ -170,11 +170,11 @@ static void offer_merge(struct aggio_request_s *r) {
  * the time spent here, not the time between progress passes. */
 static int advance(struct aggio_request_s *r, int *moved) {
   unsigned long before = r->op.nsteps;
-  double t = r->fh->stats ? aggio__now() : 0.0;
+  double t = r->fh->obs.stats ? aggio__now() : 0.0;
   r->op.t_mark = t;
   int done = aggio__op_progress(&r->op);
-  if (r->fh->stats) /* api_time counts progress passes too */
-    r->fh->stats->api_time += r->op.t_mark - t;
+  if (r->fh->obs.stats) /* api_time counts progress passes too */
+    r->fh->obs.stats->api_time += r->op.t_mark - t;
   if (r->op.nsteps != before || done)
     *moved = 1;
   return done;
@@ -194,13 +194,13 @@ static int deferred(const struct aggio_request_s *r, aggio_file defer, double no
     return 0;
   if (r->fh == defer)
     return 1;
-  return now > 0 && now - r->fh->nb_last_start < MERGE_GRACE * aggio__test_timing();
+  return now > 0 && now - r->fh->nb.last_start < MERGE_GRACE * aggio__test_timing();
 }
 
 /* Per-file order within a pass: once a file's oldest unfinished
  * collective operation could not finish, the file's later ones wait. */
-static int file_waits(aggio_file fh) { return fh->nb_pass == pass_serial; }
-static void file_wait(aggio_file fh) { fh->nb_pass = pass_serial; }
+static int file_waits(aggio_file fh) { return fh->nb.pass == pass_serial; }
+static void file_wait(aggio_file fh) { fh->nb.pass = pass_serial; }
 
 /* One pass over every outstanding operation (locked).  Returns 1 when
  * some step ran.  `defer` and `now`: see deferred().
@@ -386,11 +386,11 @@ static void wait_locked(struct aggio_request_s *r) {
     offer_merge(r); /* before it is busy: a busy request is not mergeable */
     r->busy = 1;
     pthread_mutex_unlock(&lock);
-    double t = r->fh->stats ? aggio__now() : 0.0;
+    double t = r->fh->obs.stats ? aggio__now() : 0.0;
     r->op.t_mark = t;
     aggio__op_wait(&r->op);
-    if (r->fh->stats)
-      r->fh->stats->api_time += r->op.t_mark - t;
+    if (r->fh->obs.stats)
+      r->fh->obs.stats->api_time += r->op.t_mark - t;
     lock_requests();
     r->busy = 0;
     complete(r);
@@ -459,7 +459,7 @@ int aggio__wait_progress(MPI_Request *req) {
 void aggio__requests_settle(aggio_file fh) {
   int backoff = 0;
   lock_requests();
-  while (fh->nb_outstanding > 0)
+  while (__atomic_load_n(&fh->nb.outstanding, __ATOMIC_RELAXED) > 0)
     pass_or_pause(&backoff);
   pthread_mutex_unlock(&lock);
 }
@@ -476,7 +476,7 @@ void aggio__requests_detach(aggio_file fh) {
       free(r);
     }
   }
-  fh->split = NULL;
+  fh->nb.split = NULL;
   pthread_mutex_unlock(&lock);
 }
 
@@ -485,7 +485,7 @@ void aggio__requests_detach(aggio_file fh) {
 /* The trace record of a starting call. */
 static void trace_start(struct aggio_request_s *r, double t1) {
   struct call *c = &r->c;
-  if (c->fh->trace)
+  if (c->fh->obs.trace)
     aggio__trace_record_locked(c->fh, aggio__call_trace_op(c, 1), c->offset, c->count,
                                c->type_size, c->t0, t1,
                                c->collective ? AGGIO_TRACE_FLAG_COLLECTIVE : 0);
@@ -514,8 +514,8 @@ static int waits_on_peers(const struct aggio_request_s *r) {
 static void first_steps(struct aggio_request_s *r) {
   aggio_file fh = r->fh;
   double now = aggio__now();
-  int burst = now - fh->nb_last_start < MERGE_GRACE * aggio__test_timing();
-  fh->nb_last_start = now;
+  int burst = now - fh->nb.last_start < MERGE_GRACE * aggio__test_timing();
+  fh->nb.last_start = now;
   ensure_thread();
   if (burst) {
     progress_pass(fh, 0.0);
@@ -560,16 +560,16 @@ int aggio__request_start(struct call *c, aggio_request *request, int split) {
   r->c.fp_at_start = 1;
   r->fh = c->fh;
   r->split = split;
-  if (c->fh->stats)
-    c->fh->stats->c[AGGIO_C_NB_STARTED]++;
+  if (c->fh->obs.stats)
+    c->fh->obs.stats->c[AGGIO_C_NB_STARTED]++;
   lock_requests();
   aggio__call_begin(&r->c, &r->op, 0);
   r->op.queued = 1;
-  if (c->fh->stats) /* the passes below count their own time */
-    c->fh->stats->api_time += aggio__now() - r->c.t0;
+  if (c->fh->obs.stats) /* the passes below count their own time */
+    c->fh->obs.stats->api_time += aggio__now() - r->c.t0;
   link_request(r);
   if (split)
-    c->fh->split = r;
+    c->fh->nb.split = r;
   first_steps(r);
   pthread_mutex_unlock(&lock);
   trace_start(r, aggio__now());
@@ -601,7 +601,7 @@ static int release(aggio_request *rp, MPI_Status *status, double t0) {
   struct aggio_request_s *r = *rp;
   if (status && status != MPI_STATUS_IGNORE)
     *status = r->status;
-  if (r->fh && r->fh->trace) {
+  if (r->fh && r->fh->obs.trace) {
     MPI_Count bytes = 0;
     MPI_Get_elements_x(&r->status, MPI_BYTE, &bytes);
     aggio__trace_record_locked(r->fh, AGGIO_OP_WAIT, -1, (int64_t)bytes, 1, t0, aggio__now(),
@@ -761,7 +761,7 @@ int aggio_waitany(int count, aggio_request requests[], int *index, MPI_Status *s
 int aggio__split_end(aggio_file fh, const void *buf, MPI_Status *status, int is_write,
                      int use_fp, int kind) {
   struct aggio__err e = {0};
-  struct aggio_request_s *r = fh ? fh->split : NULL;
+  struct aggio_request_s *r = fh ? fh->nb.split : NULL;
   if (!fh)
     aggio__fail(&e, AGGIO_ERR_BAD_FILE, "fh is NULL");
   else if (!r || r->c.is_write != is_write || r->c.use_fp != use_fp || r->c.kind != kind)
@@ -772,7 +772,7 @@ int aggio__split_end(aggio_file fh, const void *buf, MPI_Status *status, int is_
                 fh->rank);
   if (e.code != 0)
     return aggio__finish(&e);
-  fh->split = NULL;
+  fh->nb.split = NULL;
   aggio_request req = r;
   return aggio_wait(&req, status);
 }

@@ -5,7 +5,18 @@
 #ifndef AGGIO_REQUEST_H
 #define AGGIO_REQUEST_H
 
-#include "call.h"
+#include "aggio.h"
+
+struct call;
+
+/* The file handle's part (fh->nb, request.c, under its mutex). */
+struct aggio__nb_state {
+  int outstanding;          /* started and not complete */
+  double last_start;        /* when the last one was started */
+  unsigned long pass;       /* the progress pass that found a collective
+                             * operation of this file unfinished */
+  struct aggio_request_s *split; /* the active split collective, or NULL */
+};
 
 /* Completes every operation outstanding on fh (their requests keep their
  * outcome for the user's wait).  Every call that acts on the file with

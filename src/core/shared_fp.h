@@ -7,9 +7,21 @@
 #ifndef AGGIO_SHARED_FP_H
 #define AGGIO_SHARED_FP_H
 
+#include <mpi.h>
 #include <stdint.h>
 
-#include "internal.h"
+#include "aggio.h"
+
+struct aggio__err;
+
+/* The file handle's part (fh->sfp), in etypes of the view. */
+struct aggio__sfp_state {
+  MPI_Win win;      /* its window, MPI_WIN_NULL until made */
+  int64_t *ptr;     /* the counter (rank 0's; every rank's when shm) */
+  int shm;          /* one node: moved with atomics in shared memory */
+  int locked;       /* the lock_all epoch is open: the pointer works */
+  char why[200];    /* why there is none (open could not make it) */
+};
 
 /* Collective at open (after the topology is known): makes the pointer, at
  * 0.  It never fails the open: when any rank cannot make its part, no rank

@@ -47,11 +47,13 @@ int aggio__stats_set_domains(struct aggio__stats *s, int n,
 }
 
 void aggio__count_moved(struct aggio_file_s *fh, int peer, int64_t bytes) {
-  if (!fh->stats || bytes <= 0 || !fh->node_of_rank || peer < 0 || peer >= fh->nprocs)
+  if (!fh->obs.stats || bytes <= 0 || !fh->topo.node_of_rank || peer < 0 ||
+      peer >= fh->nprocs)
     return;
-  int local = fh->node_of_rank[peer] == fh->node_of_rank[fh->rank];
-  __atomic_fetch_add(&fh->stats->c[local ? AGGIO_C_NODE_LOCAL_BYTES : AGGIO_C_CROSS_NODE_BYTES],
-                     bytes, __ATOMIC_RELAXED);
+  int local = fh->topo.node_of_rank[peer] == fh->topo.node_of_rank[fh->rank];
+  __atomic_fetch_add(
+      &fh->obs.stats->c[local ? AGGIO_C_NODE_LOCAL_BYTES : AGGIO_C_CROSS_NODE_BYTES],
+      bytes, __ATOMIC_RELAXED);
 }
 
 /* ---- output helpers --------------------------------------------------------- */
@@ -96,13 +98,14 @@ static void print_ranges(FILE *f, const int *v, int n) {
 }
 
 static const char *node_name(const struct aggio_file_s *fh, int node) {
-  if (!fh->node_names || node < 0 || node >= fh->nnodes || !fh->node_names[node])
+  if (!fh->topo.node_names || node < 0 || node >= fh->topo.nnodes ||
+      !fh->topo.node_names[node])
     return "?";
-  return fh->node_names[node];
+  return fh->topo.node_names[node];
 }
 
 static int node_of(const struct aggio_file_s *fh, int rank) {
-  return fh->node_of_rank ? fh->node_of_rank[rank] : 0;
+  return fh->topo.node_of_rank ? fh->topo.node_of_rank[rank] : 0;
 }
 
 /* ---- placement -------------------------------------------------------------- */
@@ -112,8 +115,9 @@ static int node_of(const struct aggio_file_s *fh, int rank) {
  * host#i). */
 static void placement_table(FILE *f, const struct aggio_file_s *fh) {
   fprintf(f, "   AGG    Rank  nid\n   ---  ------  ----------------\n");
-  for (int i = 0; fh->aggr && i < fh->naggr; i++)
-    fprintf(f, "  %4d  %6d  %s\n", i, fh->aggr[i], node_name(fh, node_of(fh, fh->aggr[i])));
+  for (int i = 0; fh->topo.aggr && i < fh->topo.naggr; i++)
+    fprintf(f, "  %4d  %6d  %s\n", i, fh->topo.aggr[i],
+            node_name(fh, node_of(fh, fh->topo.aggr[i])));
 }
 
 static void placement_print(struct aggio_file_s *fh, const char *when) {
@@ -122,33 +126,34 @@ static void placement_print(struct aggio_file_s *fh, const char *when) {
   int *list = malloc(sizeof *list * (size_t)(fh->nprocs > 0 ? fh->nprocs : 1));
   fprintf(f, "aggio aggregator placement for file \"%s\" (at %s)\n", fh->path, when);
   fprintf(f, "  ranks: %d\n  nodes: %d\n  aggregators: %d\n", fh->nprocs,
-          fh->nnodes, fh->naggr);
-  fprintf(f, "  placement: %s%s%s\n", fh->placement_used, fh->topo_error[0] ? " - " : "", fh->topo_error);
+          fh->topo.nnodes, fh->topo.naggr);
+  fprintf(f, "  placement: %s%s%s\n", fh->topo.placement_used,
+          fh->topo.error[0] ? " - " : "", fh->topo.error);
   fprintf(f, "  strategy: %s\n", fh->strategy && fh->strategy->name
                                      ? fh->strategy->name
                                      : fh->hints.strategy.str);
   if (fh->exchange_used[0]) /* once the two-phase strategy has run */
     fprintf(f, "  exchange: %s%s%s\n", fh->exchange_used, fh->exchange_why[0] ? " - " : "",
             fh->exchange_why);
-  for (int nd = 0; list && nd < (fh->nnodes > 0 ? fh->nnodes : 1); nd++) {
+  for (int nd = 0; list && nd < (fh->topo.nnodes > 0 ? fh->topo.nnodes : 1); nd++) {
     int n = 0, na = 0;
     for (int r = 0; r < fh->nprocs; r++)
       if (node_of(fh, r) == nd)
         list[n++] = r;
     fprintf(f, "  node %d: host %s ranks ", nd, node_name(fh, nd));
     print_ranges(f, list, n);
-    for (int i = 0; fh->aggr && i < fh->naggr; i++)
-      if (node_of(fh, fh->aggr[i]) == nd)
-        list[na++] = fh->aggr[i];
+    for (int i = 0; fh->topo.aggr && i < fh->topo.naggr; i++)
+      if (node_of(fh, fh->topo.aggr[i]) == nd)
+        list[na++] = fh->topo.aggr[i];
     fprintf(f, " aggregators ");
     print_ranges(f, list, na);
     fprintf(f, "\n");
   }
   placement_table(f, fh);
-  const struct aggio__stats *s = fh->stats;
+  const struct aggio__stats *s = fh->obs.stats;
   int nfd = s ? s->nfd : 0;
-  for (int i = 0; fh->aggr && i < fh->naggr; i++) {
-    int r = fh->aggr[i];
+  for (int i = 0; fh->topo.aggr && i < fh->topo.naggr; i++) {
+    int r = fh->topo.aggr[i];
     fprintf(f, "  aggregator %d: rank %d node %d host %s domain ", i, r,
             node_of(fh, r), node_name(fh, node_of(fh, r)));
     if (i < nfd)
@@ -200,13 +205,13 @@ static int call_phase(int p) {
 }
 
 static void timer_slots(struct aggio_file_s *fh, double *t) {
-  struct aggio__stats *s = fh->stats;
+  struct aggio__stats *s = fh->obs.stats;
   double in_calls = 0;
   t[T_TOTAL] = 0;
   for (int p = 0; p < AGGIO_P_COUNT; p++) {
     t[p] = s->t[p];
     if (p == AGGIO_P_OPEN && t[p] == 0)
-      t[p] = fh->open_time; /* open measured before the stats existed */
+      t[p] = fh->obs.open_time; /* open measured before the stats existed */
     t[T_TOTAL] += t[p];
     if (call_phase(p))
       in_calls += t[p];
@@ -224,7 +229,7 @@ static void timer_slots(struct aggio_file_s *fh, double *t) {
  * that no rank waits in a gather another skipped; without it the lines
  * are left out. */
 static int gather_per_rank(struct aggio_file_s *fh, struct reduced *out) {
-  const struct aggio__stats *s = fh->stats;
+  const struct aggio__stats *s = fh->obs.stats;
   int64_t mine[2] = {s->c[AGGIO_C_AGGR_WRITE_BYTES], s->c[AGGIO_C_AGGR_WRITES]};
   int ok = 1;
   if (fh->rank == 0) {
@@ -243,7 +248,7 @@ static int gather_per_rank(struct aggio_file_s *fh, struct reduced *out) {
 
 /* Reduces to rank 0.  0, or -1 when an MPI call failed (nothing printed). */
 static int reduce(struct aggio_file_s *fh, struct reduced *out) {
-  struct aggio__stats *s = fh->stats;
+  struct aggio__stats *s = fh->obs.stats;
   int64_t mine[2 * AGGIO_C_COUNT], sums[2 * AGGIO_C_COUNT];
   for (int i = 0; i < AGGIO_C_COUNT; i++) {
     mine[i] = s->c[i];
@@ -283,8 +288,8 @@ static void print_size_hint(FILE *f, const char *key, const struct aggio__hint_v
 
 /* Index of rank r among the aggregators, or -1. */
 static int aggr_index(const struct aggio_file_s *fh, int r) {
-  for (int i = 0; fh->aggr && i < fh->naggr; i++)
-    if (fh->aggr[i] == r)
+  for (int i = 0; fh->topo.aggr && i < fh->topo.naggr; i++)
+    if (fh->topo.aggr[i] == r)
       return i;
   return -1;
 }
@@ -317,11 +322,11 @@ static void per_aggregator(FILE *f, const struct aggio_file_s *fh, const struct 
 static void stats_print(struct aggio_file_s *fh, const struct reduced *r) {
   struct block b;
   FILE *f = block_begin(&b);
-  const struct aggio__stats *s = fh->stats;
+  const struct aggio__stats *s = fh->obs.stats;
   int64_t su = fh->hints.striping_unit.num;
   int64_t calls = MAXC(COLL_WRITES) + MAXC(COLL_READS);
   fprintf(f, "aggio stats for file \"%s\"\n", fh->path);
-  fprintf(f, "  ranks: %d\n  nodes: %d\n", fh->nprocs, fh->nnodes);
+  fprintf(f, "  ranks: %d\n  nodes: %d\n", fh->nprocs, fh->topo.nnodes);
   fprintf(f, "  file system: %s\n", fh->fstype[0] ? fh->fstype : "unknown");
   fprintf(f, "  strategy: %s\n", fh->hints.strategy.str);
   fprintf(f, "  auto choice: %s\n", s->auto_choice[0] ? s->auto_choice : "n/a");
@@ -337,7 +342,7 @@ static void stats_print(struct aggio_file_s *fh, const struct reduced *r) {
   fprintf(f, "  collective reads: %lld\n", (long long)MAXC(COLL_READS));
   fprintf(f, "  bytes written: %lld\n", (long long)S(API_BYTES_WRITTEN));
   fprintf(f, "  bytes read: %lld\n", (long long)S(API_BYTES_READ));
-  fprintf(f, "  aggregators: %d\n", fh->naggr);
+  fprintf(f, "  aggregators: %d\n", fh->topo.naggr);
   fprintf(f, "  aggregator-calls active: %lld\n", (long long)S(AGGR_ACTIVE));
   if (calls > 0)
     fprintf(f, "  aggregators active per call: %.2f\n", (double)S(AGGR_ACTIVE) / (double)calls);
@@ -346,7 +351,7 @@ static void stats_print(struct aggio_file_s *fh, const struct reduced *r) {
   fprintf(f, "  two-phase rounds: %lld\n", (long long)MAXC(COLL_ROUNDS));
   fprintf(f, "  aggregators active = %lld,%lld,%lld,%lld (1, <= 4, > 4, %d)\n",
           (long long)MAXC(ACTIVE_ONE), (long long)MAXC(ACTIVE_FEW),
-          (long long)MAXC(ACTIVE_MANY), (long long)MAXC(ACTIVE_ALL), fh->naggr);
+          (long long)MAXC(ACTIVE_MANY), (long long)MAXC(ACTIVE_ALL), fh->topo.naggr);
   fprintf(f, "  bytes crossing nodes: %lld\n", (long long)S(CROSS_NODE_BYTES));
   fprintf(f, "  bytes copied within nodes: %lld\n", (long long)S(NODE_LOCAL_BYTES));
   fprintf(f, "  node-local fragmented node-calls: %lld%s\n", (long long)S(NODE_LOCAL_FRAGMENTED),
@@ -442,7 +447,7 @@ static void stats_free(struct aggio__stats *s) {
 }
 
 void aggio__stats_close(struct aggio_file_s *fh) {
-  struct aggio__stats *s = fh->stats;
+  struct aggio__stats *s = fh->obs.stats;
   if (!s)
     return;
   struct reduced r; /* under 1 KiB */
@@ -458,5 +463,5 @@ void aggio__stats_close(struct aggio_file_s *fh) {
   }
   free(r.per_rank);
   stats_free(s);
-  fh->stats = NULL;
+  fh->obs.stats = NULL;
 }

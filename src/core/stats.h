@@ -3,7 +3,7 @@
  * (AGGIO_TIMERS).  The counter list below is the single source of truth:
  * the struct, the reduction at close and the printed block all come from it.
  *
- * Off means free: fh->stats is NULL unless statistics or timers are on, and
+ * Off means free: fh->obs.stats is NULL unless statistics or timers are on, and
  * every hook below tests that pointer before anything else.
  */
 #ifndef AGGIO_STATS_H
@@ -98,7 +98,7 @@ struct aggio__stats {
   double sys_read_time;      /* seconds in pread on any thread of this rank */
   char auto_choice[192];     /* last strategy chosen by auto, and why */
   /* File domains of the last collective call with collective buffering:
-   * aggregator i (fh->aggr[i]) owned [fd_start[i], fd_end[i]).  Filled by
+   * aggregator i (fh->topo.aggr[i]) owned [fd_start[i], fd_end[i]).  Filled by
    * the two-phase strategy through aggio__stats_set_domains (rank 0's copy
    * is the one displayed); nfd is 0 until then. */
   int64_t *fd_start, *fd_end;
@@ -141,7 +141,7 @@ void aggio__count_moved(struct aggio_file_s *fh, int peer, int64_t bytes);
 struct aggio__stats *aggio__stats_new(int timers);
 
 /* Records the file domains of a collective call (copied; n entries, one per
- * aggregator in fh->aggr order).  No-op when s is NULL.  0, or
+ * aggregator in fh->topo.aggr order).  No-op when s is NULL.  0, or
  * AGGIO_ERR_NOMEM (the previous domains are then kept; nothing else fails). */
 int aggio__stats_set_domains(struct aggio__stats *s, int n,
                              const int64_t *start, const int64_t *end);
@@ -153,8 +153,8 @@ void aggio__placement_display(struct aggio_file_s *fh);
 /* Collective at close: reduces counters and timers over the file's
  * communicator and prints, on rank 0, the placement again (now with the
  * file domains of the last collective call), the statistics block and the
- * timers block, each when on (rank 0's hints decide); frees fh->stats.
- * Never fails the close.  Every rank must have fh->stats, or none: the
+ * timers block, each when on (rank 0's hints decide); frees fh->obs.stats.
+ * Never fails the close.  Every rank must have fh->obs.stats, or none: the
  * decision to allocate it is agreed at open.  Formats: docs/observability.md. */
 void aggio__stats_close(struct aggio_file_s *fh);
 

@@ -28,12 +28,12 @@ static int64_t align_unit(aggio_file fh) {
 
 void aggio__storage_note(aggio_file fh, int is_write, int64_t off, int64_t len, int direct,
                          double t0, int flags) {
-  double t1 = (fh->trace || fh->stats) ? aggio__now() : 0.0;
-  if (fh->trace)
+  double t1 = (fh->obs.trace || fh->obs.stats) ? aggio__now() : 0.0;
+  if (fh->obs.trace)
     aggio__trace_record_locked(fh, is_write ? AGGIO_OP_POSIX_PWRITE : AGGIO_OP_POSIX_PREAD,
                                off, len, 0, t0, t1,
                                flags & (AGGIO_IO_AGGREGATOR | AGGIO_IO_BEHIND));
-  struct aggio__stats *s = fh->stats;
+  struct aggio__stats *s = fh->obs.stats;
   if (!s)
     return;
   if (flags & AGGIO_IO_BEHIND)

@@ -22,7 +22,7 @@
  * system of their own and every write, even to /dev/null, is shipped over
  * the network to an I/O node, which is the forwarding term C2 of
  * TAPIOCA's cost model.  When the topology file names the I/O nodes
- * (fh->io_node, the one nearest to this rank's node, which the placement
+ * (fh->topo.io_node, the one nearest to this rank's node, which the placement
  * assumed too) and the simulated platform has a host of that name, each
  * write is a simulated transfer of its bytes from this host to that one
  * (sg_host_sendto), which the writer waits for, sharing the links with
@@ -64,7 +64,7 @@ static int null_open(aggio_file fh, int create, struct aggio__err *e) {
     fh->store_state = aggio__calloc(fh, 1, sizeof(struct null_state));
   if (!fh->store_state)
     return aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: out of memory", fh->rank);
-  fh->posix_open_t0 = fh->posix_open_t1 = aggio__now();
+  fh->obs.posix_open_t0 = fh->obs.posix_open_t1 = aggio__now();
   fh->opened = 1;
   return 0;
 }
@@ -97,7 +97,7 @@ static void forward(aggio_file fh, int64_t len) {
 #ifdef AGGIO_SIMGRID
   struct null_state *s = ns(fh);
   if (!s->io_looked_up) { /* the placement fills io_node after the storage opens */
-    s->io_host = fh->io_node[0] ? sg_host_by_name(fh->io_node) : NULL;
+    s->io_host = fh->topo.io_node[0] ? sg_host_by_name(fh->topo.io_node) : NULL;
     s->io_looked_up = 1;
   }
   if (s->io_host && len > 0)
@@ -112,7 +112,7 @@ static int null_pwrite(aggio_file fh, const void *buf, int64_t len, int64_t off,
                        struct aggio__err *e) {
   (void)buf;
   (void)e;
-  double t0 = (fh->trace || fh->stats) ? aggio__now() : 0.0;
+  double t0 = (fh->obs.trace || fh->obs.stats) ? aggio__now() : 0.0;
   forward(fh, len);
   raise_end(fh, off + len);
   aggio__storage_note(fh, 1, off, len, 0, t0, flags);
@@ -122,7 +122,7 @@ static int null_pwrite(aggio_file fh, const void *buf, int64_t len, int64_t off,
 static int null_pread(aggio_file fh, void *buf, int64_t len, int64_t off, int64_t *got,
                       int flags, struct aggio__err *e) {
   (void)e;
-  double t0 = (fh->trace || fh->stats) ? aggio__now() : 0.0;
+  double t0 = (fh->obs.trace || fh->obs.stats) ? aggio__now() : 0.0;
   memset(buf, 0, (size_t)len);
   *got = len;
   aggio__storage_note(fh, 0, off, len, 0, t0, flags);
@@ -131,8 +131,8 @@ static int null_pread(aggio_file fh, void *buf, int64_t len, int64_t off, int64_
 
 static int null_sync(aggio_file fh, struct aggio__err *e) {
   (void)e;
-  if (fh->stats)
-    __atomic_fetch_add(&fh->stats->c[AGGIO_C_SYNCS], 1, __ATOMIC_RELAXED);
+  if (fh->obs.stats)
+    __atomic_fetch_add(&fh->obs.stats->c[AGGIO_C_SYNCS], 1, __ATOMIC_RELAXED);
   return 0;
 }
 

@@ -72,7 +72,7 @@ static int px_open(aggio_file fh, int create, struct aggio__err *e) {
     flags |= O_EXCL;
   /* The trace starts after the open (it needs the topology), so the open's
    * times are kept and recorded then. */
-  fh->posix_open_t0 = aggio__now();
+  fh->obs.posix_open_t0 = aggio__now();
   int err = aggio__fault(fh->faults, AGGIO_FAULT_OPEN);
   if (!err) {
     p->fd = open(fh->path, flags, 0666);
@@ -80,7 +80,7 @@ static int px_open(aggio_file fh, int create, struct aggio__err *e) {
       p->fd = open(fh->path, (flags & ~O_RDWR) | O_WRONLY, 0666);
     err = p->fd < 0 ? errno : 0;
   }
-  fh->posix_open_t1 = aggio__now();
+  fh->obs.posix_open_t1 = aggio__now();
   if (err)
     return aggio__fail(e, aggio__errno_code(err), "rank %d: open(%s): %s", fh->rank,
                        fh->path, strerror(err));
@@ -149,11 +149,11 @@ static int px_close(aggio_file fh, struct aggio__err *e) {
                 fh->path, strerror(errno));
   p->fd_direct = -1;
   if (p->fd >= 0) {
-    double t0 = fh->trace ? aggio__now() : 0.0;
+    double t0 = fh->obs.trace ? aggio__now() : 0.0;
     if (close(p->fd) != 0)
       aggio__fail(e, aggio__errno_code(errno), "rank %d: close(%s): %s", fh->rank,
                   fh->path, strerror(errno));
-    if (fh->trace)
+    if (fh->obs.trace)
       aggio__trace_record_locked(fh, AGGIO_OP_POSIX_CLOSE, -1, 0, 0, t0, aggio__now(), 0);
   }
   p->fd = -1;
@@ -232,7 +232,7 @@ static int io_error(aggio_file fh, int err, const char *what, int64_t len, int64
 static int write_loop(aggio_file fh, int fd, const char *buf, int64_t len, int64_t off,
                       int direct, int flags, struct aggio__err *e) {
   while (len > 0) {
-    double t0 = (fh->trace || fh->stats) ? aggio__now() : 0.0;
+    double t0 = (fh->obs.trace || fh->obs.stats) ? aggio__now() : 0.0;
     size_t chunk = len > (1 << 30) ? (size_t)1 << 30 : (size_t)len;
     int err = aggio__fault(fh->faults, AGGIO_FAULT_PWRITE);
     ssize_t w = err ? -1 : pwrite(fd, buf, chunk, (off_t)off);
@@ -329,7 +329,7 @@ static int read_loop(aggio_file fh, int fd, char *buf, int64_t len, int64_t off,
                      int64_t *got, int direct, int flags, struct aggio__err *e) {
   *got = 0;
   while (len > 0) {
-    double t0 = (fh->trace || fh->stats) ? aggio__now() : 0.0;
+    double t0 = (fh->obs.trace || fh->obs.stats) ? aggio__now() : 0.0;
     size_t chunk = len > (1 << 30) ? (size_t)1 << 30 : (size_t)len;
     int err = aggio__fault(fh->faults, AGGIO_FAULT_PREAD);
     ssize_t r = err ? -1 : pread(fd, buf, chunk, (off_t)off);
@@ -397,10 +397,10 @@ static int px_sync(aggio_file fh, struct aggio__err *e) {
     return aggio__fail(e, fsync_code(err), "rank %d: fsync(%s): %s; the data may not be "
                        "durable", fh->rank, fh->path, strerror(err));
   double t1 = aggio__now();
-  if (fh->trace)
+  if (fh->obs.trace)
     aggio__trace_record_locked(fh, AGGIO_OP_POSIX_FSYNC, -1, 0, 0, t0, t1, 0);
-  if (fh->stats)
-    add(&fh->stats->c[AGGIO_C_SYNCS], 1);
+  if (fh->obs.stats)
+    add(&fh->obs.stats->c[AGGIO_C_SYNCS], 1);
   return 0;
 }
 
@@ -418,14 +418,14 @@ static int px_size(aggio_file fh, int64_t *size, struct aggio__err *e) {
 }
 
 static int px_truncate(aggio_file fh, int64_t size, struct aggio__err *e) {
-  double t0 = fh->trace ? aggio__now() : 0.0;
+  double t0 = fh->obs.trace ? aggio__now() : 0.0;
   int err = aggio__fault(fh->faults, AGGIO_FAULT_TRUNCATE);
   if (!err && ftruncate(px(fh)->fd, (off_t)size) != 0)
     err = errno;
   if (err)
     return aggio__fail(e, aggio__errno_code(err), "rank %d: ftruncate(%s): %s", fh->rank,
                        fh->path, strerror(err));
-  if (fh->trace)
+  if (fh->obs.trace)
     aggio__trace_record_locked(fh, AGGIO_OP_POSIX_FTRUNCATE, size, 0, 0, t0, aggio__now(), 0);
   return 0;
 }
@@ -436,7 +436,7 @@ static int px_truncate(aggio_file fh, int64_t size, struct aggio__err *e) {
  * file is only extended to size, never shortened (MPI_File_preallocate
  * leaves a larger file as it is). */
 static int px_preallocate(aggio_file fh, int64_t size, struct aggio__err *e) {
-  double t0 = fh->trace ? aggio__now() : 0.0;
+  double t0 = fh->obs.trace ? aggio__now() : 0.0;
   int err = aggio__fault(fh->faults, AGGIO_FAULT_PREALLOCATE);
   if (!err && size > 0)
     err = posix_fallocate(px(fh)->fd, 0, (off_t)size);
@@ -451,7 +451,7 @@ static int px_preallocate(aggio_file fh, int64_t size, struct aggio__err *e) {
   if (err)
     return aggio__fail(e, aggio__errno_code(err), "rank %d: posix_fallocate(%s, %lld): %s",
                        fh->rank, fh->path, (long long)size, strerror(err));
-  if (fh->trace)
+  if (fh->obs.trace)
     aggio__trace_record_locked(fh, AGGIO_OP_POSIX_FALLOCATE, 0, size, 0, t0, aggio__now(), 0);
   return 0;
 }

@@ -95,7 +95,7 @@ static int all_ok(aggio_file fh, int ok) {
 }
 
 /* Shares the topology's text and parses it on every rank.  Returns 1 with
- * a topology in *t, 0 without one (fh->topo_error says why when there was
+ * a topology in *t, 0 without one (fh->topo.error says why when there was
  * one to read), or -1 when the ranks could not agree (out of memory). */
 static int load(aggio_file fh, struct aggio__topology *t) {
   int hdr[3] = {0, 0, 0};
@@ -108,8 +108,8 @@ static int load(aggio_file fh, struct aggio__topology *t) {
   if (hdr[0] == SRC_NONE)
     return 0;
   if (hdr[1] < 0) {
-    snprintf(fh->topo_error, sizeof fh->topo_error, "%s: cannot read %.120s (%.60s)", hint, path,
-             strerror(hdr[2]));
+    snprintf(fh->topo.error, sizeof fh->topo.error, "%s: cannot read %.120s (%.60s)",
+             hint, path, strerror(hdr[2]));
     return 0;
   }
   if (fh->rank != 0)
@@ -131,7 +131,7 @@ static int load(aggio_file fh, struct aggio__topology *t) {
     return -1;
   }
   if (rc != 0) {
-    snprintf(fh->topo_error, sizeof fh->topo_error, "%s %.60s: %.150s", hint, path, why);
+    snprintf(fh->topo.error, sizeof fh->topo.error, "%s %.60s: %.150s", hint, path, why);
     return 0;
   }
   return 1;
@@ -154,8 +154,9 @@ static int find_host(const struct aggio__topology *t, const char *host) {
  * Returns how many were found. */
 static int map_nodes(aggio_file fh, const struct aggio__topology *t, int *topo_node) {
   int emulated = fh->hints.emulate_nodes.num > 0, found = 0;
-  for (int i = 0; i < fh->nnodes; i++) {
-    topo_node[i] = emulated ? aggio__topo_compute_node(t, i) : find_host(t, fh->node_names[i]);
+  for (int i = 0; i < fh->topo.nnodes; i++) {
+    topo_node[i] =
+        emulated ? aggio__topo_compute_node(t, i) : find_host(t, fh->topo.node_names[i]);
     found += topo_node[i] >= 0;
   }
   return found;
@@ -165,10 +166,10 @@ static int map_nodes(aggio_file fh, const struct aggio__topology *t, int *topo_n
  * knows both. */
 static void remember_io_node(aggio_file fh, const struct aggio__topology *t,
                              const int *topo_node) {
-  int mine = topo_node[fh->node_of_rank[fh->rank]];
+  int mine = topo_node[fh->topo.node_of_rank[fh->rank]];
   int io = mine >= 0 ? aggio__topo_nearest_io(t, mine) : -1;
   if (io >= 0)
-    snprintf(fh->io_node, sizeof fh->io_node, "%s", t->nodes[io].name);
+    snprintf(fh->topo.io_node, sizeof fh->topo.io_node, "%s", t->nodes[io].name);
 }
 
 static void keep_for_calls(aggio_file fh, int p, struct aggio__topology *t, int **topo_node);
@@ -184,11 +185,11 @@ static void refuse_scope(aggio_file fh, int p) {
 
 static void note(aggio_file fh, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void note(aggio_file fh, const char *fmt, ...) {
-  if (fh->topo_error[0])
+  if (fh->topo.error[0])
     return; /* the first reason is the one to fix */
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(fh->topo_error, sizeof fh->topo_error, fmt, ap);
+  vsnprintf(fh->topo.error, sizeof fh->topo.error, fmt, ap);
   va_end(ap);
 }
 
@@ -196,14 +197,18 @@ static void note(aggio_file fh, const char *fmt, ...) {
  * NULL: no topology. */
 static int apply(aggio_file fh, int p, const struct aggio__topology *t, const int *topo_node,
                  struct aggio__err *e) {
-  int per = fh->nprocs / (fh->naggr > 0 ? fh->naggr : 1);
+  int per = fh->nprocs / (fh->topo.naggr > 0 ? fh->topo.naggr : 1);
   struct aggio__place_in in = {
-      .nprocs = fh->nprocs, .node_of_rank = fh->node_of_rank, .nnodes = fh->nnodes,
-      .topo_node = topo_node, .topo = t, .volume = NULL,
+      .nprocs = fh->nprocs,
+      .node_of_rank = fh->topo.node_of_rank,
+      .nnodes = fh->topo.nnodes,
+      .topo_node = topo_node,
+      .topo = t,
+      .volume = NULL,
       /* per file, the volumes are unknown: each rank as if it filled an
        * equal share of one aggregator's round */
       .uniform = fh->hints.cb_buffer_size.num / (per > 0 ? per : 1) + 1};
-  if (aggio__place(&in, p, fh->naggr, fh->aggr) != 0)
+  if (aggio__place(&in, p, fh->topo.naggr, fh->topo.aggr) != 0)
     return aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: out of memory", fh->rank);
   return 0;
 }
@@ -213,9 +218,9 @@ static int apply(aggio_file fh, int p, const struct aggio__topology *t, const in
 static int decide(aggio_file fh, int p, int have, int known) {
   const char *hint = fh->hints.topology_file.str[0] ? "aggio_topology_file"
                                                     : "aggio_topology_slurm";
-  if (fh->topo_error[0]) { /* a broken topology is not silently replaced */
-    strncat(fh->topo_error, "; greedy placement",
-            sizeof fh->topo_error - strlen(fh->topo_error) - 1);
+  if (fh->topo.error[0]) { /* a broken topology is not silently replaced */
+    strncat(fh->topo.error, "; greedy placement",
+            sizeof fh->topo.error - strlen(fh->topo.error) - 1);
     return AGGIO_PLACE_GREEDY;
   }
   if (have && known == 0)
@@ -231,9 +236,9 @@ static int decide(aggio_file fh, int p, int have, int known) {
 }
 
 int aggio__place_aggregators(aggio_file fh, int ready, struct aggio__err *e) {
-  fh->topo_error[0] = '\0';
-  fh->io_node[0] = '\0';
-  snprintf(fh->placement_used, sizeof fh->placement_used, "greedy");
+  fh->topo.error[0] = '\0';
+  fh->topo.io_node[0] = '\0';
+  snprintf(fh->topo.placement_used, sizeof fh->topo.placement_used, "greedy");
   int p = aggio__placement_parse(fh->hints.placement.str);
   if (p < 0) {
     note(fh, "aggio_placement \"%s\" is not greedy, shortest, longest, topology or auto; "
@@ -257,7 +262,8 @@ int aggio__place_aggregators(aggio_file fh, int ready, struct aggio__err *e) {
     return 0;
   }
   int rc = 0, known = 0;
-  int *topo_node = ready && have ? malloc((size_t)fh->nnodes * sizeof *topo_node) : NULL;
+  int *topo_node =
+      ready && have ? malloc((size_t)fh->topo.nnodes * sizeof *topo_node) : NULL;
   if (ready && have && !topo_node)
     rc = aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: out of memory", fh->rank);
   else if (topo_node) {
@@ -269,7 +275,8 @@ int aggio__place_aggregators(aggio_file fh, int ready, struct aggio__err *e) {
     if (p != AGGIO_PLACE_GREEDY)
       rc = apply(fh, p, have ? &t : NULL, topo_node, e);
     if (rc == 0)
-      snprintf(fh->placement_used, sizeof fh->placement_used, "%s", aggio__placement_name(p));
+      snprintf(fh->topo.placement_used, sizeof fh->topo.placement_used, "%s",
+               aggio__placement_name(p));
   }
   if (strcmp(fh->hints.placement_scope.str, "file") != 0) /* the same on every rank */
     keep_for_calls(fh, ready && rc == 0 && have ? p : -1, &t, &topo_node);
@@ -292,7 +299,7 @@ struct aggio__call_placement {
 };
 
 void aggio__call_placement_free(aggio_file fh) {
-  struct aggio__call_placement *c = fh->call_place;
+  struct aggio__call_placement *c = fh->topo.call_place;
   if (!c)
     return;
   aggio__topo_free(&c->topo);
@@ -300,7 +307,7 @@ void aggio__call_placement_free(aggio_file fh) {
   free(c->volume);
   free(c->aggr);
   free(c);
-  fh->call_place = NULL;
+  fh->topo.call_place = NULL;
 }
 
 /* Why aggio_placement_scope=call cannot be honoured on this file, or NULL
@@ -320,14 +327,14 @@ static const char *scope_refused(aggio_file fh, int p) {
 }
 
 /* Collective (every rank, when the hint is not "file"): keeps the
- * topology (t and topo_node move into fh->call_place) when every rank can,
+ * topology (t and topo_node move into fh->topo.call_place) when every rank can,
  * else marks the hint ignored. */
 static void keep_for_calls(aggio_file fh, int p, struct aggio__topology *t, int **topo_node) {
   const char *why = scope_refused(fh, p);
   struct aggio__call_placement *c = why ? NULL : calloc(1, sizeof *c);
   if (c) {
     c->volume = malloc((size_t)fh->nprocs * sizeof *c->volume);
-    c->aggr = malloc((size_t)fh->naggr * sizeof *c->aggr);
+    c->aggr = malloc((size_t)fh->topo.naggr * sizeof *c->aggr);
   }
   int ok = c && c->volume && c->aggr, all = 0;
   if (MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, fh->comm) != MPI_SUCCESS)
@@ -347,24 +354,28 @@ static void keep_for_calls(aggio_file fh, int p, struct aggio__topology *t, int 
   memset(t, 0, sizeof *t);
   c->topo_node = *topo_node;
   *topo_node = NULL;
-  fh->call_place = c;
+  fh->topo.call_place = c;
 }
 
-int64_t *aggio__call_volume(aggio_file fh) { return fh->call_place->volume; }
+int64_t *aggio__call_volume(aggio_file fh) { return fh->topo.call_place->volume; }
 
 int aggio__place_call(aggio_file fh, const int64_t *volume) {
-  struct aggio__call_placement *c = fh->call_place;
-  struct aggio__place_in in = {
-      .nprocs = fh->nprocs, .node_of_rank = fh->node_of_rank, .nnodes = fh->nnodes,
-      .topo_node = c->topo_node, .topo = &c->topo, .volume = volume};
-  if (aggio__place(&in, AGGIO_PLACE_TOPOLOGY, fh->naggr, c->aggr) != 0)
+  struct aggio__call_placement *c = fh->topo.call_place;
+  struct aggio__place_in in = {.nprocs = fh->nprocs,
+                               .node_of_rank = fh->topo.node_of_rank,
+                               .nnodes = fh->topo.nnodes,
+                               .topo_node = c->topo_node,
+                               .topo = &c->topo,
+                               .volume = volume};
+  if (aggio__place(&in, AGGIO_PLACE_TOPOLOGY, fh->topo.naggr, c->aggr) != 0)
     return -1;
-  return memcmp(c->aggr, fh->aggr, (size_t)fh->naggr * sizeof *c->aggr) != 0;
+  return memcmp(c->aggr, fh->topo.aggr, (size_t)fh->topo.naggr * sizeof *c->aggr) != 0;
 }
 
 void aggio__place_call_commit(aggio_file fh) {
   pthread_mutex_lock(&fh->info_lock); /* get_info may list them meanwhile */
-  memcpy(fh->aggr, fh->call_place->aggr, (size_t)fh->naggr * sizeof *fh->aggr);
+  memcpy(fh->topo.aggr, fh->topo.call_place->aggr,
+         (size_t)fh->topo.naggr * sizeof *fh->topo.aggr);
   aggio__find_my_aggr(fh);
   pthread_mutex_unlock(&fh->info_lock);
 }

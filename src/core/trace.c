@@ -350,14 +350,14 @@ static void build_metadata(struct aggio_file_s *fh, struct aggio__trace *tr,
   sb_add(b, "{\"path\": ", 9);
   sb_json_str(b, fh->path);
   sb_add(b, ", \"nodes\": [", 12);
-  for (int i = 0; fh->node_names && i < fh->nnodes; i++) {
+  for (int i = 0; fh->topo.node_names && i < fh->topo.nnodes; i++) {
     if (i)
       sb_add(b, ", ", 2);
-    sb_json_str(b, fh->node_names[i]);
+    sb_json_str(b, fh->topo.node_names[i]);
   }
   sb_add(b, "], \"aggregators\": [", 19);
-  for (int i = 0; fh->aggr && i < fh->naggr; i++)
-    sb_printf(b, "%s%d", i ? ", " : "", fh->aggr[i]);
+  for (int i = 0; fh->topo.aggr && i < fh->topo.naggr; i++)
+    sb_printf(b, "%s%d", i ? ", " : "", fh->topo.aggr[i]);
   sb_add(b, "], \"strategy\": ", 15);
   sb_json_str(b, fh->hints.strategy.str);
   sb_add(b, ", \"hints\": {", 12);
@@ -388,8 +388,8 @@ static void build_metadata(struct aggio_file_s *fh, struct aggio__trace *tr,
 }
 
 static int is_aggregator(const struct aggio_file_s *fh, int r) {
-  for (int i = 0; fh->aggr && i < fh->naggr; i++)
-    if (fh->aggr[i] == r)
+  for (int i = 0; fh->topo.aggr && i < fh->topo.naggr; i++)
+    if (fh->topo.aggr[i] == r)
       return 1;
   return 0;
 }
@@ -420,7 +420,7 @@ static unsigned char *build_head(struct aggio_file_s *fh, struct aggio__trace *t
     put_u64(e + AGGIO_TRACE_RANK_count, cd[2 * r]);
     put_u64(e + AGGIO_TRACE_RANK_dropped, cd[2 * r + 1]);
     put_u32(e + AGGIO_TRACE_RANK_node,
-            (uint32_t)(fh->node_of_rank ? fh->node_of_rank[r] : -1));
+            (uint32_t)(fh->topo.node_of_rank ? fh->topo.node_of_rank[r] : -1));
     put_u32(e + AGGIO_TRACE_RANK_aggregator, (uint32_t)is_aggregator(fh, r));
     nrec += cd[2 * r];
     ndrop += cd[2 * r + 1];
@@ -527,9 +527,9 @@ int aggio__trace_close(struct aggio_file_s *fh, struct aggio__trace *tr) {
 
 void aggio__trace_record_locked(aggio_file fh, int op, int64_t offset, int64_t length,
                                 int64_t type_size, double t0, double t1, int flags) {
-  if (!fh->trace)
+  if (!fh->obs.trace)
     return;
-  pthread_mutex_lock(&fh->trace_lock);
-  aggio__trace_record(fh->trace, op, offset, length, type_size, t0, t1, flags);
-  pthread_mutex_unlock(&fh->trace_lock);
+  pthread_mutex_lock(&fh->obs.trace_lock);
+  aggio__trace_record(fh->obs.trace, op, offset, length, type_size, t0, t1, flags);
+  pthread_mutex_unlock(&fh->obs.trace_lock);
 }

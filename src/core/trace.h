@@ -6,7 +6,7 @@
  * bound are counted as dropped, never silently lost.  The job's trace is one
  * file written in parallel at close.  Format: docs/trace-format.md.
  *
- * Off means free: fh->trace is NULL unless tracing is on, and callers read
+ * Off means free: fh->obs.trace is NULL unless tracing is on, and callers read
  * the clock only when it is not.
  *
  * Not thread-safe: one thread at a time records into a file's trace (the

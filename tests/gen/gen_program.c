@@ -34,6 +34,7 @@ struct options {
   int steps, files, dump, np;
   unsigned quirks;
   const char *dir, *log, *threads;
+  long long who; /* --dump: tell who wrote this byte last (-1: none asked) */
 };
 
 static int usage(const char *why) {
@@ -41,13 +42,14 @@ static int usage(const char *why) {
           "gen: %s\nusage: gen_mpiio|gen_aggio --seed S [--ops N] [--files F] "
           "[--dir DIR] [--log PREFIX] [--threads single|funneled|multiple|seed] "
           "[--quirks none|LIST (gen_model.h)] "
-          "[--dump --np N]\n",
+          "[--dump --np N [--who BYTE]]\n",
           why);
   return 2;
 }
 
 static int parse(int argc, char **argv, struct options *o) {
-  *o = (struct options){.steps = 30, .files = 3, .np = 1, .dir = ".", .threads = "seed"};
+  *o = (struct options){
+      .steps = 30, .files = 3, .np = 1, .dir = ".", .threads = "seed", .who = -1};
   int have_seed = 0;
   for (int i = 1; i < argc; i++) {
     const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -66,6 +68,8 @@ static int parse(int argc, char **argv, struct options *o) {
       o->files = atoi(v);
     else if (!strcmp(k, "--np"))
       o->np = atoi(v);
+    else if (!strcmp(k, "--who"))
+      o->who = strtoll(v, NULL, 0);
     else if (!strcmp(k, "--dir"))
       o->dir = v;
     else if (!strcmp(k, "--log"))
@@ -130,6 +134,14 @@ static int dump(const struct options *o) {
   }
   int rc = gen_check(p, err, sizeof err);
   printf("legality check: %s\n", rc ? err : "ok");
+  for (int f = 0; o->who >= 0 && f < p->nfiles; f++) { /* who wrote byte o->who last */
+    const struct gen_file_info *fi = &p->files[f];
+    if (o->who < fi->size && fi->wop[o->who] >= 0)
+      printf("f%d byte %lld: op%d of rank %d\n", f, (long long)o->who, fi->wop[o->who],
+             fi->wrank[o->who]);
+    else
+      printf("f%d byte %lld: never written (undefined or zero)\n", f, (long long)o->who);
+  }
   gen_free(p);
   return rc ? 3 : 0;
 }

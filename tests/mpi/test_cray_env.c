@@ -330,7 +330,7 @@ static char *stats_run(int emulate, int multiplier, const char *tag, int *naggr)
   CHECK(rc == 0, "open: %s", aggio_error_message());
   *naggr = -1;
   if (rc == 0) {
-    *naggr = fh->naggr;
+    *naggr = fh->topo.naggr;
     CHECK(write_interleaved(fh) == 0, "write: %s", aggio_error_message());
     aggio_file_close(&fh);
   }

@@ -225,7 +225,8 @@ static void t_deferred(void) {
     CHECK(fh != AGGIO_FILE_NULL, "open: %s", aggio_error_message());
     if (!fh)
       continue;
-    CHECK(fh->nnodes == nprocs, "one emulated node per rank: %d nodes", fh->nnodes);
+    CHECK(fh->topo.nnodes == nprocs, "one emulated node per rank: %d nodes",
+          fh->topo.nnodes);
     struct reports r = {0};
     char what[96];
     /* whole blocks are written behind the calls */

@@ -53,6 +53,10 @@ static aggio_file open_wb(MPI_Comm comm, const char *p) {
   MPI_Comm_size(comm, &size);
   snprintf(n, sizeof n, "%d", size); /* one emulated node per rank */
   MPI_Info_set(info, "aggio_emulate_nodes", n);
+  /* the blocks stay in the cache until MPI_Finalize, however slow the
+   * machine (ThreadSanitizer): a block written out earlier (after the
+   * default 200 ms) would fail earlier, and a later call report it */
+  MPI_Info_set(info, "aggio_write_behind_delay", "600000");
   aggio_file fh = AGGIO_FILE_NULL;
   int rc = aggio_file_open(comm, p, MPI_MODE_CREATE | MPI_MODE_RDWR, info, &fh);
   MPI_Info_free(&info);

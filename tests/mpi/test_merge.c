@@ -37,7 +37,9 @@ static char path[512];
 
 static unsigned char datum(int k, int r, int i) { return (unsigned char)(k * 17 + r * 5 + i + 1); }
 
-static int64_t merged(aggio_file fh) { return fh->stats ? fh->stats->c[AGGIO_C_NB_MERGED] : -1; }
+static int64_t merged(aggio_file fh) {
+  return fh->obs.stats ? fh->obs.stats->c[AGGIO_C_NB_MERGED] : -1;
+}
 
 /* Operation k of rank r: record (k * nprocs + r). */
 static MPI_Offset at(int k, int r) { return ((MPI_Offset)k * nprocs + r) * REC; }

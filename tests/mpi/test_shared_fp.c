@@ -100,9 +100,9 @@ static void test_mechanism(void) {
   aggio_file fh = open_aggio(p, MPI_MODE_CREATE | MPI_MODE_RDWR | MPI_MODE_DELETE_ON_CLOSE);
   if (!fh)
     return;
-  CHECK(fh->sfp_win != MPI_WIN_NULL, "no shared pointer window");
-  CHECK(fh->sfp_shm == !use_rma, "pointer kept %s, expected %s",
-        fh->sfp_shm ? "in shared memory" : "in an RMA window", use_rma ? "RMA" : "shm");
+  CHECK(fh->sfp.win != MPI_WIN_NULL, "no shared pointer window");
+  CHECK(fh->sfp.shm == !use_rma, "pointer kept %s, expected %s",
+        fh->sfp.shm ? "in shared memory" : "in an RMA window", use_rma ? "RMA" : "shm");
   MPI_Offset pos = -1;
   CHECK(aggio_file_get_position_shared(fh, &pos) == 0 && pos == 0, "start position %lld",
         (long long)pos);

@@ -167,9 +167,9 @@ static void do_run(struct run *rn) {
     free(capture_end(&cap));
     return;
   }
-  rn->naggr = fh->naggr;
-  rn->aggr = malloc(sizeof(int) * (size_t)fh->naggr);
-  memcpy(rn->aggr, fh->aggr, sizeof(int) * (size_t)fh->naggr);
+  rn->naggr = fh->topo.naggr;
+  rn->aggr = malloc(sizeof(int) * (size_t)fh->topo.naggr);
+  memcpy(rn->aggr, fh->topo.aggr, sizeof(int) * (size_t)fh->topo.naggr);
   write_pattern(fh, &rn->p);
   if (rn->indep && rank % 2 == 0) {
     aggio_file_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL);
@@ -422,7 +422,8 @@ static void test_quiet(void) {
                            MPI_INFO_NULL, &fh);
   CHECK(rc == 0, "open: %s", aggio_error_message());
   if (rc == 0) {
-    CHECK(fh->stats == NULL && fh->trace == NULL, "observability allocated while off");
+    CHECK(fh->obs.stats == NULL && fh->obs.trace == NULL,
+          "observability allocated while off");
     aggio_file_close(&fh);
   }
   char *out = capture_end(&cap);
@@ -464,7 +465,7 @@ static void test_accounting(void) {
                         : aggio_file_read_at_all(fh, off, buf, rec, MPI_BYTE, MPI_STATUS_IGNORE);
       }
       CHECK(rc == 0, "calls: %s", aggio_error_message());
-      const struct aggio__stats *st = fh->stats;
+      const struct aggio__stats *st = fh->obs.stats;
       double phases = 0;
       for (int p = 0; p < AGGIO_P_COUNT; p++)
         if (p != AGGIO_P_OPEN && p != AGGIO_P_SYNC && p != AGGIO_P_CLOSE)

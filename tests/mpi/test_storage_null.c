@@ -41,7 +41,7 @@ static MPI_Info make_info(const char *storage) {
   MPI_Info_set(info, "aggio_strategy", "two_phase");
   MPI_Info_set(info, "cb_buffer_size", "65536"); /* several rounds */
   MPI_Info_set(info, "aggio_direct_io", "disable"); /* one pwrite per piece in both */
-  MPI_Info_set(info, "aggio_stats", "true");        /* fh->stats, printed at close */
+  MPI_Info_set(info, "aggio_stats", "true");        /* fh->obs.stats, printed at close */
   return info;
 }
 
@@ -69,9 +69,9 @@ static struct counts write_pieces(const char *path, const char *storage) {
   MPI_Status st;
   rc = aggio_file_write_at_all(fh, piece_off(rank), buf, (int)n, MPI_BYTE, &st);
   CHECK(rc == AGGIO_SUCCESS, "write on %s: %s", storage, aggio_error_message());
-  c.writes = fh->stats->c[AGGIO_C_SYS_WRITES];
-  c.bytes = fh->stats->c[AGGIO_C_SYS_WRITE_BYTES];
-  c.aggr_bytes = fh->stats->c[AGGIO_C_AGGR_WRITE_BYTES];
+  c.writes = fh->obs.stats->c[AGGIO_C_SYS_WRITES];
+  c.bytes = fh->obs.stats->c[AGGIO_C_SYS_WRITE_BYTES];
+  c.aggr_bytes = fh->obs.stats->c[AGGIO_C_AGGR_WRITE_BYTES];
   CHECK(aggio_file_close(&fh) == AGGIO_SUCCESS, "close: %s", aggio_error_message());
   free(buf);
   MPI_Allreduce(&c, &all, 3, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
@@ -138,8 +138,9 @@ static void test_reads_zeros(void) {
       nonzero += buf[i] != 0;
     CHECK(nonzero == 0, "pass %d: %lld bytes are not zero", pass, (long long)nonzero);
   }
-  CHECK(fh->stats->c[AGGIO_C_SYS_READ_BYTES] >= n || fh->my_aggr_index < 0,
-        "an aggregator counted %lld bytes read", (long long)fh->stats->c[AGGIO_C_SYS_READ_BYTES]);
+  CHECK(fh->obs.stats->c[AGGIO_C_SYS_READ_BYTES] >= n || fh->topo.my_aggr_index < 0,
+        "an aggregator counted %lld bytes read",
+        (long long)fh->obs.stats->c[AGGIO_C_SYS_READ_BYTES]);
   /* set_info cannot move an open file to another back end: reported ignored */
   MPI_Info later;
   MPI_Info_create(&later);

@@ -3,7 +3,9 @@
  * a strided view written with every kind of data call (explicit offsets,
  * individual pointer, split collectives), the pointers and sizes, info, group, amode, type extent,
  * then the file compared byte for byte with what the program meant,
- * read through the MPI library's own MPI-IO (PMPI).
+ * read through the MPI library's own MPI-IO (PMPI); and many files open at
+ * once, closed and opened again out of order (aggio's handle table grows
+ * and reuses its entries: every handle must keep reaching its own file).
  * aggio-test-ranks: 1 2 4
  */
 #include "mpiio_common.h"
@@ -15,6 +17,46 @@ static int rank, nranks;
 
 /* value of int i of the region written by the explicit/individual calls */
 static int value_at(int i, int salt) { return i * 7 + salt; }
+
+/* NFILES files of this rank open at once (MPI_COMM_SELF): each written
+ * with its own length, every other one closed and opened again, then each
+ * handle asked for its file's size, through C and Fortran handles. */
+#define NFILES 80
+static void many_files(const char *base) {
+  static MPI_File f[NFILES];
+  char path[NFILES][600];
+  int bad = 0;
+  for (int i = 0; i < NFILES; i++) {
+    snprintf(path[i], sizeof path[i], "%s.many.%d.%d", base, rank, i);
+    bad += MPI_File_open(MPI_COMM_SELF, path[i], MPI_MODE_CREATE | MPI_MODE_RDWR,
+                         MPI_INFO_NULL, &f[i]) != MPI_SUCCESS;
+  }
+  CHECK(bad == 0, "%d of %d opens failed", bad, NFILES);
+  for (int round = 0; round < 2; round++)
+    for (int i = round; i < NFILES; i += 2) {
+      char b[NFILES + 1];
+      memset(b, 'x', sizeof b);
+      if (round == 0)
+        bad += MPI_File_write_at(f[i], 0, b, i + 1, MPI_CHAR, MPI_STATUS_IGNORE) !=
+               MPI_SUCCESS;
+      bad += MPI_File_close(&f[i]) != MPI_SUCCESS;
+      bad += MPI_File_open(MPI_COMM_SELF, path[i], MPI_MODE_RDWR, MPI_INFO_NULL, &f[i]) !=
+             MPI_SUCCESS;
+      if (round == 1)
+        bad += MPI_File_write_at(f[i], 0, b, i + 1, MPI_CHAR, MPI_STATUS_IGNORE) !=
+               MPI_SUCCESS;
+    }
+  CHECK(bad == 0, "%d calls failed while closing and opening again", bad);
+  for (int i = 0; i < NFILES; i++) {
+    MPI_Offset size = -1;
+    MPI_File g = MPI_File_f2c(MPI_File_c2f(f[i]));
+    CHECK(g == f[i], "file %d: the Fortran handle does not lead back", i);
+    MPI_File_get_size(g, &size);
+    CHECK(size == i + 1, "file %d: size %lld, not %d", i, (long long)size, i + 1);
+    MPI_File_close(&f[i]);
+    MPI_File_delete(path[i], MPI_INFO_NULL);
+  }
+}
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
@@ -194,6 +236,7 @@ int main(int argc, char **argv) {
   MPI_Barrier(MPI_COMM_WORLD);
   if (rank == 0)
     MPI_File_delete(path, MPI_INFO_NULL);
+  many_files(path);
   int status = test_summary_mpi(MPI_COMM_WORLD);
   MPI_Finalize();
   return status;

@@ -65,7 +65,7 @@ static const struct aggio__strategy_ops *node_local_by_hints(aggio_file fh, char
  * placement; round-robin placement interleaves the nodes). */
 static int nodes_blocked(aggio_file fh) {
   for (int r = 1; r < fh->nprocs; r++)
-    if (fh->node_of_rank[r] < fh->node_of_rank[r - 1])
+    if (fh->topo.node_of_rank[r] < fh->topo.node_of_rank[r - 1])
       return 0;
   return 1;
 }
@@ -83,7 +83,7 @@ static const struct aggio__strategy_ops *auto_choose(aggio_file fh, const struct
       .wb_usable = cache_usable(fh, op),
       .no_indep_rw = (int)fh->hints.no_indep_rw.num,
       .striped = striped(fh),
-      .nnodes = fh->nnodes,
+      .nnodes = fh->topo.nnodes,
       .nl_usable = node_local_usable(fh),
       .nodes_blocked = nodes_blocked(fh),
       .cache_bytes = cache_bytes(fh),
@@ -94,7 +94,9 @@ static const struct aggio__strategy_ops *auto_choose(aggio_file fh, const struct
   fh->auto_previous = aggio__auto_decide(&op->sum, &in, why, whylen);
   /* the rule returns the id of a strategy auto may choose */
   const struct aggio__strategy_ops *s = aggio__strategy_at(fh, fh->auto_previous);
-  return s && aggio__strategy_auto_may(s->id) ? s : aggio__strategy_at(fh, AGGIO_STRAT_INDEPENDENT);
+  return s && aggio__strategy_auto_may(s->id)
+             ? s
+             : aggio__strategy_at(fh, AGGIO_STRAT_INDEPENDENT);
 }
 
 const struct aggio__strategy_ops aggio__strategy_auto = {

@@ -109,7 +109,7 @@ static int choose(aggio_file fh, struct nl_file *f, const int *flags, int *local
   }
   MPI_Group world, node;
   MPI_Comm_group(fh->comm, &world);
-  MPI_Comm_group(fh->node_comm, &node);
+  MPI_Comm_group(fh->topo.node_comm, &node);
   MPI_Group_translate_ranks(node, f->k, local, world, f->world);
   MPI_Group_free(&world);
   MPI_Group_free(&node);
@@ -141,8 +141,8 @@ static int nl_setup(struct aggio__op *op) {
   struct nl_file *f = aggio__calloc(fh, 1, sizeof *f);
   fh->strategy_state[AGGIO_STRAT_NODE_LOCAL] = f;
   if (f) {
-    MPI_Comm_rank(fh->node_comm, &f->node_rank);
-    MPI_Comm_size(fh->node_comm, &f->node_size);
+    MPI_Comm_rank(fh->topo.node_comm, &f->node_rank);
+    MPI_Comm_size(fh->topo.node_comm, &f->node_size);
     /* Hints and the probed file system are the same on every rank, so
      * every rank of a node packs alike. */
     f->align = fh->hints.direct_io.num != AGGIO_DISABLE && fh->dio_align > 1 ? fh->dio_align : 1;
@@ -167,10 +167,10 @@ static int nl_setup(struct aggio__op *op) {
 static int nl_flags(struct aggio__op *op) {
   aggio_file fh = op->fh;
   struct nl_file *f = file_state(fh);
-  f->flags[2 * f->node_rank] = fh->my_aggr_index >= 0;
+  f->flags[2 * f->node_rank] = fh->topo.my_aggr_index >= 0;
   f->flags[2 * f->node_rank + 1] = fh->opened;
   aggio__then(op, nl_chosen, AGGIO_P_PLAN);
-  return aggio__op_allgather(op, MPI_IN_PLACE, f->flags, 2, MPI_INT, fh->node_comm,
+  return aggio__op_allgather(op, MPI_IN_PLACE, f->flags, 2, MPI_INT, fh->topo.node_comm,
                              AGGIO_P_PLAN);
 }
 
@@ -189,8 +189,8 @@ static int nl_chosen(struct aggio__op *op) {
   }
   if (aggio__fault(fh->faults, AGGIO_FAULT_ALLOC))
     aggio__op_note(op, AGGIO_ERR_NOMEM, "node_local: the node's memory (injected)");
-  return aggio__shm_make(op, &f->shm, fh->node_comm, (size_t)f->k * part_bytes(f), nl_mapped,
-                         AGGIO_P_PLAN);
+  return aggio__shm_make(op, &f->shm, fh->topo.node_comm, (size_t)f->k * part_bytes(f),
+                         nl_mapped, AGGIO_P_PLAN);
 }
 
 static int nl_mapped(struct aggio__op *op) {
@@ -298,7 +298,8 @@ static int node_counts(struct aggio__op *op) {
   int nf = file_state(op->fh)->node_rank;
   c[nf] = ok_call(op) ? (int)(2 * op->acc.file.n) : 0;
   aggio__then(op, node_reserve, AGGIO_P_PLAN);
-  return aggio__op_allgather(op, MPI_IN_PLACE, c, 1, MPI_INT, op->fh->node_comm, AGGIO_P_PLAN);
+  return aggio__op_allgather(op, MPI_IN_PLACE, c, 1, MPI_INT, op->fh->topo.node_comm,
+                             AGGIO_P_PLAN);
 }
 
 static int node_gather(struct aggio__op *op);
@@ -324,7 +325,7 @@ static int node_reserve(struct aggio__op *op) {
   op->agreed[0] = aggio__err_encode(op->err.code, op->fh->rank);
   aggio__then(op, node_gather, AGGIO_P_PLAN);
   return aggio__op_allreduce(op, MPI_IN_PLACE, op->agreed, 1, MPI_INT64_T, MPI_MIN,
-                             op->fh->node_comm, AGGIO_P_AGREE);
+                             op->fh->topo.node_comm, AGGIO_P_AGREE);
 }
 
 static int node_plan(struct aggio__op *op);
@@ -337,8 +338,9 @@ static int node_gather(struct aggio__op *op) {
     return aggio__then(op, summarize, AGGIO_P_AGREE);
   _Static_assert(sizeof(struct aggio__extent) == 2 * sizeof(int64_t), "extents are int64 pairs");
   aggio__then(op, node_plan, AGGIO_P_PLAN);
-  return aggio__op_allgatherv(op, op->acc.file.v, (int)(2 * op->acc.file.n), t->all, t->counts,
-                              t->displs, MPI_INT64_T, op->fh->node_comm, AGGIO_P_PLAN);
+  return aggio__op_allgatherv(op, op->acc.file.v, (int)(2 * op->acc.file.n), t->all,
+                              t->counts, t->displs, MPI_INT64_T, op->fh->topo.node_comm,
+                              AGGIO_P_PLAN);
 }
 
 /* 2. The node's plan and my copies. */
@@ -394,11 +396,11 @@ static int summarize(struct aggio__op *op) {
 static void count_call(struct aggio__op *op, const int64_t *s) {
   aggio_file fh = op->fh;
   struct nl *t = op->sdata;
-  struct aggio__stats *st = fh->stats;
-  int64_t *spans = calloc(2 * (size_t)fh->nnodes, sizeof *spans), k = 0, active = 0;
-  char *seen = calloc((size_t)fh->nnodes, 1);
+  struct aggio__stats *st = fh->obs.stats;
+  int64_t *spans = calloc(2 * (size_t)fh->topo.nnodes, sizeof *spans), k = 0, active = 0;
+  char *seen = calloc((size_t)fh->topo.nnodes, 1);
   for (int r = 0; spans && seen && r < fh->nprocs; r++) {
-    int nd = fh->node_of_rank[r];
+    int nd = fh->topo.node_of_rank[r];
     if (seen[nd]) /* every rank of a node sent the node's numbers */
       continue;
     seen[nd] = 1;
@@ -420,8 +422,8 @@ static void count_call(struct aggio__op *op, const int64_t *s) {
     st->c[AGGIO_C_COLL_ROUNDS] += t->plan.nrounds;
   }
   if (spans && t->f->node_rank == 0 &&
-      aggio__nl_fragmented(spans, fh->nnodes, fh->node_of_rank[fh->rank], t->plan.runs,
-                           t->plan.k))
+      aggio__nl_fragmented(spans, fh->topo.nnodes, fh->topo.node_of_rank[fh->rank],
+                           t->plan.runs, t->plan.k))
     st->c[AGGIO_C_NODE_LOCAL_FRAGMENTED]++;
   free(spans); /* statistics only: without memory they are left out */
 }
@@ -434,7 +436,7 @@ static int nodes_agreed(struct aggio__op *op) {
     worst = s[NS_COUNT * r + NS_ERR] < worst ? s[NS_COUNT * r + NS_ERR] : worst;
   if (worst != 0) /* every rank saw the same summaries: all stop here */
     return aggio__op_fail_agreed(op, worst);
-  if (op->fh->stats)
+  if (op->fh->obs.stats)
     count_call(op, s);
   return aggio__then(op, round_prepare, AGGIO_P_PLAN);
 }
@@ -574,7 +576,7 @@ static int round_ready(struct aggio__op *op) {
     read_pieces(op, t);
   /* reads: the buffers are filled; writes: they may be filled */
   aggio__then(op, round_copy, AGGIO_P_EXCHANGE);
-  return aggio__op_barrier(op, op->fh->node_comm, AGGIO_P_WAIT);
+  return aggio__op_barrier(op, op->fh->topo.node_comm, AGGIO_P_WAIT);
 }
 
 /* Copies one move; reads copy nothing past the end of the file. */
@@ -608,7 +610,7 @@ static int round_copy(struct aggio__op *op) {
   aggio__then(op, round_io, op->acc.is_write ? AGGIO_P_WRITE : AGGIO_P_PLAN);
   if (!op->acc.is_write)
     return AGGIO_STEP_NEXT;
-  return aggio__op_barrier(op, op->fh->node_comm, AGGIO_P_WAIT);
+  return aggio__op_barrier(op, op->fh->topo.node_comm, AGGIO_P_WAIT);
 }
 
 static int round_io(struct aggio__op *op) {

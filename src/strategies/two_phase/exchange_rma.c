@@ -80,7 +80,7 @@ static int rma_setup(struct aggio__op *op) {
   MPI_Info info;
   MPI_Info_create(&info);
   MPI_Info_set(info, "same_disp_unit", "true");
-  MPI_Aint bytes = fh->my_aggr_index >= 0 ? (MPI_Aint)tp_buffers_bytes(f) : 0;
+  MPI_Aint bytes = fh->topo.my_aggr_index >= 0 ? (MPI_Aint)tp_buffers_bytes(f) : 0;
   char *base = NULL;
   int ok = MPI_Win_allocate(bytes, 1, info, fh->comm, &base, &f->rma_win) == MPI_SUCCESS;
   MPI_Info_free(&info);
@@ -106,7 +106,7 @@ static int rma_setup(struct aggio__op *op) {
   }
   MPI_Win_lock_all(MPI_MODE_NOCHECK, f->rma_win);
   f->rma_base = base;
-  if (fh->my_aggr_index >= 0)
+  if (fh->topo.my_aggr_index >= 0)
     f->own = tp_page_align(base, f->align);
   return aggio__then(op, f->exchange_ready, AGGIO_P_PLAN);
 }
@@ -159,8 +159,8 @@ static int await_ready(struct tp *t) {
   for (int i = 0; i < t->naggr; i++) {
     int64_t lo, hi, *n = notice_from(t, i);
     n[2] = aggio__tp_my_parts(t, i, &lo, &hi, NULL, NULL) > 0;
-    if (n[2] && t->fh->aggr[i] != t->fh->rank && rc == 0)
-      rc = post_notice(t, n, 2, t->fh->aggr[i], RMA_READY_TAG, 0);
+    if (n[2] && t->fh->topo.aggr[i] != t->fh->rank && rc == 0)
+      rc = post_notice(t, n, 2, t->fh->topo.aggr[i], RMA_READY_TAG, 0);
   }
   return rc;
 }
@@ -244,7 +244,7 @@ static int move_mine(struct tp *t, int is_write) {
     struct parts p = {.end = ready[0], .disp = ready[1], .is_write = is_write};
     if (!ready[2])
       continue;
-    if (fh->aggr[i] == fh->rank) { /* my own buffer: no notice came */
+    if (fh->topo.aggr[i] == fh->rank) { /* my own buffer: no notice came */
       struct slot *sl = &t->slot[t->k % 2];
       p.own = sl->buf;
       p.end = is_write ? INT64_MAX : sl->hdr->valid_end[t->k % 2];
@@ -254,9 +254,9 @@ static int move_mine(struct tp *t, int is_write) {
       rc = rc ? rc : (int)moved;
       continue;
     }
-    aggio__count_moved(fh, fh->aggr[i], moved);
+    aggio__count_moved(fh, fh->topo.aggr[i], moved);
     if (p.n > 0) { /* also after an earlier failure, as two_sided sends */
-      int trc = transfer(t, p.n, fh->aggr[i], is_write);
+      int trc = transfer(t, p.n, fh->topo.aggr[i], is_write);
       rc = rc ? rc : trc;
       moved_any = 1;
     }
@@ -275,8 +275,8 @@ static int post_done(struct tp *t) {
   aggio_file fh = t->fh;
   int rc = 0;
   for (int i = 0; i < t->naggr; i++)
-    if (notice_from(t, i)[2] && fh->aggr[i] != fh->rank && rc == 0)
-      rc = post_notice(t, notice_from(t, i), 0, fh->aggr[i], RMA_DONE_TAG, 1);
+    if (notice_from(t, i)[2] && fh->topo.aggr[i] != fh->rank && rc == 0)
+      rc = post_notice(t, notice_from(t, i), 0, fh->topo.aggr[i], RMA_DONE_TAG, 1);
   for (int r = 0; t->me >= 0 && r < fh->nprocs; r++)
     if (r != fh->rank && t->window[r].n > 0 && rc == 0)
       rc = post_notice(t, notice_to(t, r), 0, r, RMA_DONE_TAG, 0);

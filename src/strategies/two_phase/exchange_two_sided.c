@@ -18,19 +18,19 @@
 
 /* Each same-node aggregator's part of the node memory, in aggregator
  * order, each a whole number of pages: the same layout on every rank of
- * the node, from what every rank knows (fh->aggr, the hints). */
+ * the node, from what every rank knows (fh->topo.aggr, the hints). */
 static size_t part_bytes(const struct tp_file *f) {
   return (size_t)aggio__round_up(tp_buffers_bytes(f), 4096);
 }
 
 static int on_my_node(aggio_file fh, int r) {
-  return fh->node_of_rank[r] == fh->node_of_rank[fh->rank];
+  return fh->topo.node_of_rank[r] == fh->topo.node_of_rank[fh->rank];
 }
 
 static size_t node_bytes(aggio_file fh, const struct tp_file *f) {
   size_t n = 0;
-  for (int i = 0; i < fh->naggr; i++)
-    n += on_my_node(fh, fh->aggr[i]) ? part_bytes(f) : 0;
+  for (int i = 0; i < fh->topo.naggr; i++)
+    n += on_my_node(fh, fh->topo.aggr[i]) ? part_bytes(f) : 0;
   return n;
 }
 
@@ -44,7 +44,8 @@ static int ts_setup(struct aggio__op *op) {
   struct tp_file *f = aggio__tp_file(fh);
   if (fh->hints.node_shm.num == AGGIO_DISABLE || node_bytes(fh, f) == 0)
     return aggio__then(op, f->exchange_ready, AGGIO_P_PLAN);
-  return aggio__shm_make(op, &f->shm, fh->node_comm, node_bytes(fh, f), mapped, AGGIO_P_PLAN);
+  return aggio__shm_make(op, &f->shm, fh->topo.node_comm, node_bytes(fh, f), mapped,
+                         AGGIO_P_PLAN);
 }
 
 /* Every rank of the node mapped it, or none keeps it (refused node
@@ -53,14 +54,14 @@ static int mapped(struct aggio__op *op) {
   aggio_file fh = op->fh;
   struct tp_file *f = aggio__tp_file(fh);
   size_t at = 0;
-  for (int i = 0; f->shm.base && i < fh->naggr; i++) {
-    if (!on_my_node(fh, fh->aggr[i]))
+  for (int i = 0; f->shm.base && i < fh->topo.naggr; i++) {
+    if (!on_my_node(fh, fh->topo.aggr[i]))
       continue;
     f->peer[i] = tp_page_align(f->shm.base + at, f->align);
     at += part_bytes(f);
   }
-  if (f->shm.base && fh->my_aggr_index >= 0)
-    f->own = f->peer[fh->my_aggr_index];
+  if (f->shm.base && fh->topo.my_aggr_index >= 0)
+    f->own = f->peer[fh->topo.my_aggr_index];
   return aggio__then(op, f->exchange_ready, AGGIO_P_PLAN);
 }
 
@@ -104,7 +105,7 @@ static char *peer_buffer(const struct tp *t, int i, int s, struct tp_header **hd
 /* 1 if rank r reaches my buffers through shared memory. */
 static int same_node(const struct tp *t, int r) {
   aggio_file fh = t->fh;
-  return t->shm && fh->node_of_rank[r] == fh->node_of_rank[fh->rank];
+  return t->shm && fh->topo.node_of_rank[r] == fh->topo.node_of_rank[fh->rank];
 }
 
 /* Where this rank's parts for one aggregator go in a round. */
@@ -150,8 +151,9 @@ static int move_mine(struct tp *t, int is_write) {
     int64_t moved = aggio__tp_my_parts(t, i, &p.lo, &hi, one_part, &p);
     if (moved < 0)
       return (int)moved;
-    aggio__count_moved(t->fh, t->fh->aggr[i], moved); /* my side counts each byte once */
-    if (p.n > 0 && post(t, t->op->acc.stream, p.n, t->fh->aggr[i], is_write) != 0)
+    aggio__count_moved(t->fh, t->fh->topo.aggr[i],
+                       moved); /* my side counts each byte once */
+    if (p.n > 0 && post(t, t->op->acc.stream, p.n, t->fh->topo.aggr[i], is_write) != 0)
       return AGGIO_ERR_MPI;
   }
   return 0;
@@ -194,7 +196,7 @@ static int ts_round(struct aggio__op *op) {
   aggio__then(op, ts_post, AGGIO_P_EXCHANGE);
   if (!t->shm)
     return AGGIO_STEP_NEXT;
-  return aggio__op_barrier(op, op->fh->node_comm, AGGIO_P_WAIT);
+  return aggio__op_barrier(op, op->fh->topo.node_comm, AGGIO_P_WAIT);
 }
 
 static int ts_post(struct aggio__op *op) {
@@ -217,7 +219,7 @@ static int ts_received(struct aggio__op *op) {
   if (!t->shm || !op->acc.is_write)
     return AGGIO_STEP_NEXT;
   /* every same-node rank has copied in */
-  return aggio__op_barrier(op, op->fh->node_comm, AGGIO_P_WAIT);
+  return aggio__op_barrier(op, op->fh->topo.node_comm, AGGIO_P_WAIT);
 }
 
 const struct aggio__exchange_ops aggio__exchange_two_sided = {

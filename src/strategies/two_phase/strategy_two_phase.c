@@ -100,7 +100,7 @@ static int tp_setup(struct aggio__op *op) {
     f->rma_win = MPI_WIN_NULL;
     f->align = buffer_align(fh);
     f->slot = aggio__round_up(buffer_bytes(fh) + f->align, f->align);
-    f->peer = aggio__calloc(fh, (size_t)fh->naggr, sizeof *f->peer);
+    f->peer = aggio__calloc(fh, (size_t)fh->topo.naggr, sizeof *f->peer);
     rc = f->peer ? 0 : AGGIO_ERR_NOMEM;
   }
   aggio__op_note(op, rc, "two-phase set-up");
@@ -123,7 +123,7 @@ static int tp_exchange_ready(struct aggio__op *op) {
     f->x = &aggio__exchange_two_sided;
     return aggio__then(op, f->x->setup, AGGIO_P_PLAN);
   }
-  if (!f->own && fh->my_aggr_index >= 0) {
+  if (!f->own && fh->topo.my_aggr_index >= 0) {
     f->private_buf = aggio__alloc_aligned(tp_buffers_bytes(f), f->align);
     if (!f->private_buf)
       aggio__fail(&op->err, AGGIO_ERR_NOMEM, "rank %d: out of memory for the aggregator "
@@ -205,7 +205,7 @@ static void buffers_of(struct tp *t) {
 static int plan_call(struct tp *t) {
   aggio_file fh = t->fh;
   const struct aggio__call_summary *s = &t->op->sum;
-  int A = fh->naggr, P = t->me >= 0 ? fh->nprocs : 0;
+  int A = fh->topo.naggr, P = t->me >= 0 ? fh->nprocs : 0;
   t->fd_lo = aggio__malloc(fh, (size_t)A * sizeof *t->fd_lo);
   t->fd_hi = aggio__malloc(fh, (size_t)A * sizeof *t->fd_hi);
   t->mine = aggio__calloc(fh, (size_t)A, sizeof *t->mine);
@@ -226,13 +226,13 @@ static int plan_call(struct tp *t) {
     largest = t->fd_hi[i] - t->fd_lo[i] > largest ? t->fd_hi[i] - t->fd_lo[i] : largest;
   t->cb = aggio__round_size(largest, buffer_bytes(fh), t->f->align, t->pipeline);
   t->nrounds = aggio__round_count(A, t->fd_lo, t->fd_hi, t->cb);
-  if (fh->stats) {
-    aggio__stats_set_domains(fh->stats, A, t->fd_lo, t->fd_hi);
+  if (fh->obs.stats) {
+    aggio__stats_set_domains(fh->obs.stats, A, t->fd_lo, t->fd_hi);
     int active = 0;
     for (int i = 0; i < A; i++)
       active += t->fd_hi[i] > t->fd_lo[i];
     if (active > 0)
-      fh->stats->c[aggio__active_bucket(active, A)]++;
+      fh->obs.stats->c[aggio__active_bucket(active, A)]++;
   }
   return split_mine(t);
 }
@@ -242,7 +242,7 @@ static int round_begin(struct aggio__op *op);
 /* With aggio_placement_scope=call the aggregators are placed first
  * (tp_place.c), which goes on with tp_begin. */
 static int tp_start(struct aggio__op *op) {
-  if (op->fh->call_place)
+  if (op->fh->topo.call_place)
     return aggio__then(op, aggio__tp_place_call, AGGIO_P_PLAN);
   return aggio__then(op, tp_begin, AGGIO_P_PLAN);
 }
@@ -261,8 +261,8 @@ static int tp_begin(struct aggio__op *op) {
   t->op = op;
   t->fh = fh;
   t->f = fh->strategy_state[AGGIO_STRAT_TWO_PHASE];
-  t->naggr = fh->naggr;
-  t->me = fh->my_aggr_index;
+  t->naggr = fh->topo.naggr;
+  t->me = fh->topo.my_aggr_index;
   t->shm = t->f->shm.base != NULL;
   t->pipeline = fh->hints.pipeline.num != AGGIO_DISABLE && !fh->atomic;
   for (int s = 0; s < 2; s++)
@@ -273,7 +273,7 @@ static int tp_begin(struct aggio__op *op) {
 }
 
 static void count_rounds(struct tp *t) {
-  struct aggio__stats *s = t->fh->stats;
+  struct aggio__stats *s = t->fh->obs.stats;
   if (s && t->me >= 0 && t->fd_hi[t->me] > t->fd_lo[t->me]) {
     s->c[AGGIO_C_AGGR_ACTIVE]++;
     s->c[AGGIO_C_COLL_ROUNDS] += t->nrounds;
@@ -309,7 +309,7 @@ static int64_t span_hi(const struct slot *sl) {
 }
 
 static void count_gaps(struct tp *t, const struct slot *sl) {
-  struct aggio__stats *s = t->fh->stats;
+  struct aggio__stats *s = t->fh->obs.stats;
   if (!s || sl->runs.n < 2)
     return;
   const struct aggio__extent *v = sl->runs.v;
@@ -319,18 +319,24 @@ static void count_gaps(struct tp *t, const struct slot *sl) {
 }
 
 /* Read-modify-write: the span is read into the buffer before the data
- * arrives, so that the holes keep the file's bytes (zeros past its end). */
+ * arrives, so that the holes keep the file's bytes (zeros past its end).
+ * Only where no write of the program can land in a hole meanwhile
+ * (AGGIO_SF_CONCURRENT), unless romio_ds_write=enable asks for it
+ * regardless: otherwise the stale bytes read would be written back over
+ * it (a write that had returned, lost). */
 static int read_holes(struct tp *t, struct slot *sl) {
-  sl->rmw = sl->runs.n > 1 &&
-            aggio__rmw_decide(&sl->runs, sl->lo, sl->lo, (int)t->fh->hints.ds_write.num);
+  int ds = (int)t->fh->hints.ds_write.num;
+  if (ds == AGGIO_AUTOMATIC && (t->op->sum.flags & AGGIO_SF_CONCURRENT))
+    ds = AGGIO_DISABLE;
+  sl->rmw = sl->runs.n > 1 && aggio__rmw_decide(&sl->runs, sl->lo, sl->lo, ds);
   count_gaps(t, sl);
   if (!sl->rmw)
     return 0;
   int64_t a = span_lo(sl), b = span_hi(sl), got = 0;
   char *p = tp_buf_at(t, sl->buf, sl->lo, a);
-  if (t->fh->stats) {
-    t->fh->stats->c[AGGIO_C_RMW_COUNT]++;
-    t->fh->stats->c[AGGIO_C_RMW_BYTES] += b - a;
+  if (t->fh->obs.stats) {
+    t->fh->obs.stats->c[AGGIO_C_RMW_COUNT]++;
+    t->fh->obs.stats->c[AGGIO_C_RMW_BYTES] += b - a;
   }
   if (t->fh->atomic && t->fh->store->lock(t->fh, a, b - a, 1, &t->op->err) != 0)
     return t->op->err.code;

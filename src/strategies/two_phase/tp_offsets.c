@@ -47,7 +47,7 @@ static int64_t *inbox_of(const struct tp_file *f, int r) {
 /* An aggregator's map of the records: each node's first slot and first
  * rank, and each rank's slot. */
 static int map_slots(aggio_file fh, struct tp_file *f) {
-  int N = fh->nnodes, P = fh->nprocs;
+  int N = fh->topo.nnodes, P = fh->nprocs;
   f->node_first = aggio__calloc(fh, (size_t)N + 1, sizeof *f->node_first);
   f->node_leader = aggio__malloc(fh, (size_t)N * sizeof *f->node_leader);
   f->slot_of = aggio__malloc(fh, (size_t)P * sizeof *f->slot_of);
@@ -56,7 +56,7 @@ static int map_slots(aggio_file fh, struct tp_file *f) {
   for (int k = 0; k < N; k++)
     f->node_leader[k] = -1;
   for (int r = 0; r < P; r++) { /* counts, then prefix sums, then slots */
-    int k = fh->node_of_rank[r];
+    int k = fh->topo.node_of_rank[r];
     f->node_first[k + 1]++;
     if (f->node_leader[k] < 0)
       f->node_leader[k] = r;
@@ -64,7 +64,7 @@ static int map_slots(aggio_file fh, struct tp_file *f) {
   for (int k = 0; k < N; k++)
     f->node_first[k + 1] += f->node_first[k];
   for (int r = 0; r < P; r++)
-    f->slot_of[r] = f->node_first[fh->node_of_rank[r]]++;
+    f->slot_of[r] = f->node_first[fh->topo.node_of_rank[r]]++;
   for (int k = N; k > 0; k--) /* the increments moved each first to the next node's */
     f->node_first[k] = f->node_first[k - 1];
   f->node_first[0] = 0;
@@ -74,11 +74,11 @@ static int map_slots(aggio_file fh, struct tp_file *f) {
 /* The node's first rank: the gathered records, and the strided type of
  * one aggregator's column of them. */
 static int make_column(aggio_file fh, struct tp_file *f) {
-  size_t n = (size_t)f->node_size * fh->naggr * TP_MSG;
+  size_t n = (size_t)f->node_size * fh->topo.naggr * TP_MSG;
   f->gathered = aggio__malloc(fh, n * sizeof *f->gathered);
   if (!f->gathered)
     return AGGIO_ERR_NOMEM;
-  if (MPI_Type_vector(f->node_size, TP_MSG, fh->naggr * TP_MSG, MPI_INT64_T,
+  if (MPI_Type_vector(f->node_size, TP_MSG, fh->topo.naggr * TP_MSG, MPI_INT64_T,
                       &f->column_type) != MPI_SUCCESS ||
       MPI_Type_commit(&f->column_type) != MPI_SUCCESS)
     return AGGIO_ERR_MPI;
@@ -102,11 +102,11 @@ static int make_piece_type(struct tp_file *f) {
 }
 
 int aggio__tp_offsets_open(aggio_file fh, struct tp_file *f) {
-  int A = fh->naggr, aggr = fh->my_aggr_index >= 0;
+  int A = fh->topo.naggr, aggr = fh->topo.my_aggr_index >= 0;
   f->piece_type = f->pair_type = f->column_type = MPI_DATATYPE_NULL;
-  MPI_Comm_rank(fh->node_comm, &f->node_rank);
-  MPI_Comm_size(fh->node_comm, &f->node_size);
-  int nreq = (f->node_rank == 0 ? A : 0) + (aggr ? fh->nnodes : 0);
+  MPI_Comm_rank(fh->topo.node_comm, &f->node_rank);
+  MPI_Comm_size(fh->topo.node_comm, &f->node_size);
+  int nreq = (f->node_rank == 0 ? A : 0) + (aggr ? fh->topo.nnodes : 0);
   /* zeroed: the records' unused pieces travel too */
   f->outbox = aggio__calloc(fh, (size_t)A * TP_MSG, sizeof *f->outbox);
   f->plan_req = aggio__malloc(fh, ((size_t)nreq + 1) * sizeof *f->plan_req);
@@ -186,12 +186,12 @@ static int post_columns(struct aggio__op *op);
 int aggio__tp_offsets(struct aggio__op *op) {
   aggio_file fh = op->fh;
   struct tp_file *f = file_of(op);
-  for (int i = 0; i < fh->naggr; i++)
+  for (int i = 0; i < fh->topo.naggr; i++)
     fill_record(op, f, i);
-  int count = fh->naggr * TP_MSG;
+  int count = fh->topo.naggr * TP_MSG;
   aggio__then(op, post_columns, AGGIO_P_PLAN);
-  return aggio__op_gather(op, f->outbox, f->gathered, count, MPI_INT64_T, 0, fh->node_comm,
-                          AGGIO_P_PLAN);
+  return aggio__op_gather(op, f->outbox, f->gathered, count, MPI_INT64_T, 0,
+                          fh->topo.node_comm, AGGIO_P_PLAN);
 }
 
 static int reserve_lists(struct aggio__op *op);
@@ -202,15 +202,16 @@ static int post_columns(struct aggio__op *op) {
   aggio_file fh = op->fh;
   struct tp_file *f = file_of(op);
   int n = 0, bad = 0;
-  for (int k = 0; fh->my_aggr_index >= 0 && k < fh->nnodes; k++) {
+  for (int k = 0; fh->topo.my_aggr_index >= 0 && k < fh->topo.nnodes; k++) {
     int first = f->node_first[k], count = (f->node_first[k + 1] - first) * TP_MSG;
     bad |= MPI_Irecv(f->inbox + (size_t)first * TP_MSG, count, MPI_INT64_T,
                      f->node_leader[k], TP_FIRST_TAG, fh->comm, &f->plan_req[n++]) !=
            MPI_SUCCESS;
   }
-  for (int i = 0; f->node_rank == 0 && i < fh->naggr; i++)
-    bad |= MPI_Isend(f->gathered + (size_t)i * TP_MSG, 1, f->column_type, fh->aggr[i],
-                     TP_FIRST_TAG, fh->comm, &f->plan_req[n++]) != MPI_SUCCESS;
+  for (int i = 0; f->node_rank == 0 && i < fh->topo.naggr; i++)
+    bad |=
+        MPI_Isend(f->gathered + (size_t)i * TP_MSG, 1, f->column_type, fh->topo.aggr[i],
+                  TP_FIRST_TAG, fh->comm, &f->plan_req[n++]) != MPI_SUCCESS;
   f->plan_nreq = n;
   if (bad)
     aggio__op_note(op, AGGIO_ERR_MPI, "two-phase offset exchange");
@@ -276,7 +277,8 @@ static int send_rest(struct aggio__op *op) {
     struct piece_list *l = &t->mine[i];
     if (l->n > TP_INLINE)
       rc |= aggio__tp_post(t, l->v + TP_INLINE, (int)(l->n - TP_INLINE), t->f->piece_type,
-                           fh->aggr[i], TP_REST_TAG, 1); /* slots reserved in reserve_all */
+                           fh->topo.aggr[i], TP_REST_TAG,
+                           1); /* slots reserved in reserve_all */
   }
   for (int r = 0; t->me >= 0 && r < fh->nprocs; r++) {
     int64_t n = inbox_of(t->f, r)[0];

@@ -37,7 +37,7 @@ struct tp_file {
   /* the offset exchange's first step (tp_offsets.c), which needs no
    * per-call memory: */
   int64_t *outbox;      /* [naggr x TP_MSG]: my record for each aggregator */
-  int node_rank, node_size; /* in fh->node_comm */
+  int node_rank, node_size; /* in fh->topo.node_comm */
   int64_t *gathered;    /* node's first rank: [node_size x naggr x TP_MSG] */
   MPI_Datatype column_type; /* node's first rank: one aggregator's records */
   int64_t *inbox;       /* aggregators: [nprocs x TP_MSG], node by node */

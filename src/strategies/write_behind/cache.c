@@ -142,15 +142,16 @@ static char *slot_data(const struct aggio__cache *c, const struct slot *s) {
 }
 
 static void count(struct aggio__cache *c, enum aggio__counter k) {
-  if (c->fh->stats)
-    __atomic_fetch_add(&c->fh->stats->c[k], 1, __ATOMIC_RELAXED);
+  if (c->fh->obs.stats)
+    __atomic_fetch_add(&c->fh->obs.stats->c[k], 1, __ATOMIC_RELAXED);
 }
 
 /* The node cache is shared within a node only: what passes through it
  * never crosses nodes. */
 static void count_local(struct aggio__cache *c, int64_t bytes) {
-  if (c->fh->stats)
-    __atomic_fetch_add(&c->fh->stats->c[AGGIO_C_NODE_LOCAL_BYTES], bytes, __ATOMIC_RELAXED);
+  if (c->fh->obs.stats)
+    __atomic_fetch_add(&c->fh->obs.stats->c[AGGIO_C_NODE_LOCAL_BYTES], bytes,
+                       __ATOMIC_RELAXED);
 }
 
 /* ---- runs ------------------------------------------------------------------------ */
@@ -363,7 +364,7 @@ static struct slot *oldest_queued(struct aggio__cache *c) {
 /* A rank that would wait does queued work instead, when it can reach the
  * file; else it sleeps until a slot changes.  Called locked. */
 static void help_or_wait(struct aggio__cache *c) {
-  double t0 = c->fh->stats ? aggio__now() : 0.0;
+  double t0 = c->fh->obs.stats ? aggio__now() : 0.0;
   struct slot *s = c->fh->opened ? oldest_queued(c) : NULL;
   if (!s) {
     c->sh->waiting++;
@@ -373,7 +374,7 @@ static void help_or_wait(struct aggio__cache *c) {
     take(s);
     work(c, s, 0, NULL);
   }
-  if (c->fh->stats)
+  if (c->fh->obs.stats)
     c->waited += aggio__now() - t0;
 }
 

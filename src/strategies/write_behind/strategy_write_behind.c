@@ -34,7 +34,7 @@ struct wb_file {
 /* More than one cache holds this file's data: one per node, or one per
  * rank without shared memory. */
 static int several_caches(aggio_file fh) {
-  return fh->hints.node_shm.num == AGGIO_DISABLE ? fh->nprocs > 1 : fh->nnodes > 1;
+  return fh->hints.node_shm.num == AGGIO_DISABLE ? fh->nprocs > 1 : fh->topo.nnodes > 1;
 }
 
 static struct aggio__cache *cache_of(aggio_file fh) {
@@ -51,8 +51,8 @@ struct aggio__cache *aggio__write_behind_cache(aggio_file fh) {
 /* Aggregators of this rank's node; 0 when none was chosen there. */
 static int node_aggregators(aggio_file fh) {
   int n = 0;
-  for (int i = 0; i < fh->naggr; i++)
-    n += fh->node_of_rank[fh->aggr[i]] == fh->node_of_rank[fh->rank];
+  for (int i = 0; i < fh->topo.naggr; i++)
+    n += fh->topo.node_of_rank[fh->topo.aggr[i]] == fh->topo.node_of_rank[fh->rank];
   return n;
 }
 
@@ -62,9 +62,9 @@ static int is_host(aggio_file fh, int naggr_here) {
   if (fh->hints.node_shm.num == AGGIO_DISABLE)
     return 1; /* a cache of one rank */
   if (naggr_here > 0)
-    return fh->my_aggr_index >= 0;
+    return fh->topo.my_aggr_index >= 0;
   int me;
-  MPI_Comm_rank(fh->node_comm, &me);
+  MPI_Comm_rank(fh->topo.node_comm, &me);
   return me == 0;
 }
 
@@ -94,7 +94,7 @@ static int wb_setup(struct aggio__op *op) {
   int64_t block, hdr_fixed, hdr_per_slot;
   int nslots, nranks = 1;
   if (fh->hints.node_shm.num != AGGIO_DISABLE)
-    MPI_Comm_size(fh->node_comm, &nranks);
+    MPI_Comm_size(fh->topo.node_comm, &nranks);
   aggio__cache_header(nranks, &hdr_fixed, &hdr_per_slot);
   aggio__cache_geometry(budget, fh->hints.striping_unit.num, fh->dio_align, hdr_fixed,
                         hdr_per_slot, &block, &nslots);
@@ -109,7 +109,8 @@ static int wb_setup(struct aggio__op *op) {
 static int wb_window(struct aggio__op *op) {
   aggio_file fh = op->fh;
   struct wb_file *f = fh->strategy_state[AGGIO_STRAT_WRITE_BEHIND];
-  MPI_Comm comm = fh->hints.node_shm.num == AGGIO_DISABLE ? MPI_COMM_SELF : fh->node_comm;
+  MPI_Comm comm =
+      fh->hints.node_shm.num == AGGIO_DISABLE ? MPI_COMM_SELF : fh->topo.node_comm;
   return aggio__cache_make_window(op, f->cache, comm, aggio__setup_done);
 }
 
