@@ -665,6 +665,22 @@ static void check_same(aggio_file fh, int64_t v, const char *what, struct aggio_
     aggio__fail(e, AGGIO_ERR_NOT_SAME, "rank %d: %s differs between ranks", fh->rank, what);
 }
 
+/* The arguments of set_size and preallocate (`call`): a size, the same on
+ * every rank, of a file opened for writing and not sequential (MPI forbids
+ * both there). */
+static void check_size_call(aggio_file fh, MPI_Offset size, const char *call,
+                            struct aggio__err *e) {
+  if (size < 0)
+    aggio__fail(e, AGGIO_ERR_OFFSET, "rank %d: negative size %lld", fh->rank,
+                (long long)size);
+  else if (fh->amode & MPI_MODE_RDONLY)
+    aggio__fail(e, AGGIO_ERR_READ_ONLY, "rank %d: file is read-only", fh->rank);
+  else if (fh->amode & MPI_MODE_SEQUENTIAL)
+    aggio__fail(e, AGGIO_ERR_UNSUPPORTED, "rank %d: %s on a file opened "
+                "MPI_MODE_SEQUENTIAL (MPI forbids it)", fh->rank, call);
+  check_same(fh, size, "size", e);
+}
+
 int aggio_file_set_size(aggio_file fh, MPI_Offset size) {
   struct aggio__err e = {0};
   if (!fh) {
@@ -673,15 +689,7 @@ int aggio_file_set_size(aggio_file fh, MPI_Offset size) {
   }
   double t0 = (fh->obs.trace || fh->obs.stats) ? aggio__now() : 0.0;
   aggio__requests_settle(fh);
-  if (size < 0)
-    aggio__fail(&e, AGGIO_ERR_OFFSET, "rank %d: negative size %lld", fh->rank,
-                (long long)size);
-  else if (fh->amode & MPI_MODE_RDONLY)
-    aggio__fail(&e, AGGIO_ERR_READ_ONLY, "rank %d: file is read-only", fh->rank);
-  else if (fh->amode & MPI_MODE_SEQUENTIAL)
-    aggio__fail(&e, AGGIO_ERR_UNSUPPORTED, "rank %d: set_size on a file opened "
-                "MPI_MODE_SEQUENTIAL (MPI forbids it)", fh->rank);
-  check_same(fh, size, "size", &e);
+  check_size_call(fh, size, "set_size", &e);
   /* held data reaches the file first, so that the truncation cuts it too */
   if (aggio__agree(fh->comm, &e) == 0 && aggio__flush_all(fh, &e) == 0 && fh->rank == 0)
     fh->store->truncate(fh, size, &e);
@@ -713,15 +721,7 @@ int aggio_file_preallocate(aggio_file fh, MPI_Offset size) {
   }
   double t0 = (fh->obs.trace || fh->obs.stats) ? aggio__now() : 0.0;
   aggio__requests_settle(fh);
-  if (size < 0)
-    aggio__fail(&e, AGGIO_ERR_OFFSET, "rank %d: negative size %lld", fh->rank,
-                (long long)size);
-  else if (fh->amode & MPI_MODE_RDONLY)
-    aggio__fail(&e, AGGIO_ERR_READ_ONLY, "rank %d: file is read-only", fh->rank);
-  else if (fh->amode & MPI_MODE_SEQUENTIAL)
-    aggio__fail(&e, AGGIO_ERR_UNSUPPORTED, "rank %d: preallocate on a file opened "
-                "MPI_MODE_SEQUENTIAL (MPI forbids it)", fh->rank);
-  check_same(fh, size, "size", &e);
+  check_size_call(fh, size, "preallocate", &e);
   if (aggio__agree(fh->comm, &e) == 0 && fh->rank == 0)
     preallocate_root(fh, size, &e);
   aggio__agree(fh->comm, &e);
