@@ -11,7 +11,7 @@
  *   - sets op->next to its first step, each step a small function that
  *     posts work (collectives through aggio__op_allreduce and friends,
  *     messages into aggio__op_request, file I/O through the storage edge or
- *     the file's pool) and names the step that continues once that work
+ *     the I/O pool) and names the step that continues once that work
  *     completes, returning AGGIO_STEP_PENDING, or AGGIO_STEP_NEXT to run
  *     the next step at once;
  *   - moves the bytes: writes stream -> file; reads file -> stream,

@@ -20,7 +20,7 @@
  *   4. round by round, inside each node only: ranks copy their bytes into
  *      the aggregators' shared buffers, a node barrier, the aggregators
  *      write each piece (one pwrite per contiguous run, O_DIRECT where it
- *      pays) from the file's I/O threads while the next round fills the
+ *      pays) from the I/O threads while the next round fills the
  *      other of their two buffers (aggio_pipeline); reads are the mirror
  *      image and stop at end of file;
  *   5. the outcome is agreed over the file's ranks.
@@ -209,7 +209,7 @@ static int nl_mapped(struct aggio__op *op) {
 struct nl;
 
 /* One of an aggregator's two buffers and the write it may have in flight:
- * pieces [p0, p1) of the plan, written by the file's I/O threads. */
+ * pieces [p0, p1) of the plan, written by the I/O threads. */
 struct nl_slot {
   struct aggio__batch batch;
   struct aggio__job job;

@@ -19,7 +19,7 @@
  * (two_phase.h, chosen per file by aggio_exchange): messages and same-node
  * shared-memory copies (exchange_two_sided.c), or one-sided puts and gets
  * (exchange_rma.c).  Each aggregator has two buffers and one is written by
- * the file's I/O threads (pool.h) while the next round fills the other
+ * the I/O threads (pool.h) while the next round fills the other
  * (pipelining, as in Tessier et al.'s TAPIOCA).
  */
 #include <stddef.h>
@@ -372,7 +372,7 @@ static void write_job(struct aggio__job *job, struct aggio__err *e) {
   write_slot(sl, e);
 }
 
-/* Queues the slot's write on the file's I/O threads (or writes it here
+/* Queues the slot's write on the I/O threads (or writes it here
  * when not pipelining, or when no thread can start). */
 static void slot_write(struct tp *t, struct slot *sl) {
   if (t->op->err.code != 0 || sl->runs.n == 0)
