@@ -403,16 +403,28 @@ static int share_message(struct aggio__op *op) {
                          op->fh->comm, AGGIO_P_AGREE);
 }
 
+/* 1 at MPI_THREAD_MULTIPLE.  Asked of MPI once: the level is fixed at
+ * MPI_Init_thread, and this is on every collective call's path. */
+static int threads_multiple(void) {
+  static int cached = -1;
+  int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+  if (v < 0) {
+    int level = MPI_THREAD_SINGLE;
+    MPI_Query_thread(&level);
+    v = level == MPI_THREAD_MULTIPLE;
+    __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
+  }
+  return v;
+}
+
 /* Whether the program's writes may reach the file while op runs
  * (AGGIO_SF_CONCURRENT): a non-blocking operation runs while the program
  * goes on; a blocking one first completes the file's outstanding
  * operations (request.c), but the process may have others, and at
  * MPI_THREAD_MULTIPLE another thread may write meanwhile. */
 static int concurrent(const struct aggio__op *op) {
-  int level = MPI_THREAD_SINGLE;
-  MPI_Query_thread(&level);
   return !op->blocking || __atomic_load_n(&op->fh->nb.outstanding, __ATOMIC_RELAXED) > 0 ||
-         level == MPI_THREAD_MULTIPLE;
+         threads_multiple();
 }
 
 int aggio__step_summarize(struct aggio__op *op) {
