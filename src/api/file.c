@@ -51,7 +51,7 @@ static int check_amode(int amode, struct aggio__err *e) {
 static int open_everywhere(aggio_file fh, struct aggio__err *e) {
   int rc0 = 0;
   if (fh->rank == 0)
-    rc0 = fh->store->open(fh, 1, e);
+    rc0 = aggio__store_open(fh, 1, e);
   MPI_Bcast(&rc0, 1, MPI_INT, 0, fh->comm);
   if (rc0 != 0) {
     if (fh->rank != 0)
@@ -61,7 +61,7 @@ static int open_everywhere(aggio_file fh, struct aggio__err *e) {
   int needs_fd =
       !fh->hints.no_indep_rw.num || fh->topo.my_aggr_index >= 0 || fh->rank == 0;
   if (fh->rank != 0 && needs_fd)
-    fh->store->open(fh, 0, e);
+    aggio__store_open(fh, 0, e);
   struct aggio__fs_info fi;
   if (fh->rank == 0)
     fh->store->probe(fh, &fi);
@@ -692,7 +692,7 @@ int aggio_file_set_size(aggio_file fh, MPI_Offset size) {
   check_size_call(fh, size, "set_size", &e);
   /* held data reaches the file first, so that the truncation cuts it too */
   if (aggio__agree(fh->comm, &e) == 0 && aggio__flush_all(fh, &e) == 0 && fh->rank == 0)
-    fh->store->truncate(fh, size, &e);
+    aggio__store_truncate(fh, size, &e);
   fh->coll_end = 0; /* the flush put every node's data in the file, then cut */
   aggio__agree(fh->comm, &e);
   if (fh->obs.trace)
@@ -700,17 +700,6 @@ int aggio_file_set_size(aggio_file fh, MPI_Offset size) {
   if (fh->obs.stats)
     aggio__phase_add(fh->obs.stats, AGGIO_P_SYNC, aggio__now() - t0);
   return aggio__finish(&e);
-}
-
-/* Rank 0 reserves the storage (the back end's preallocate, or, for a back
- * end without one, a truncate that only ever extends). */
-static int preallocate_root(aggio_file fh, int64_t size, struct aggio__err *e) {
-  if (fh->store->preallocate)
-    return fh->store->preallocate(fh, size, e);
-  int64_t now = 0;
-  if (fh->store->size(fh, &now, e) != 0 || now >= size)
-    return e->code;
-  return fh->store->truncate(fh, size, e);
 }
 
 int aggio_file_preallocate(aggio_file fh, MPI_Offset size) {
@@ -723,7 +712,7 @@ int aggio_file_preallocate(aggio_file fh, MPI_Offset size) {
   aggio__requests_settle(fh);
   check_size_call(fh, size, "preallocate", &e);
   if (aggio__agree(fh->comm, &e) == 0 && fh->rank == 0)
-    preallocate_root(fh, size, &e);
+    aggio__store_preallocate(fh, size, &e);
   aggio__agree(fh->comm, &e);
   if (fh->obs.trace)
     aggio__trace_record_locked(fh, AGGIO_OP_PREALLOCATE, size, 0, 0, t0, aggio__now(), 2);

@@ -1,8 +1,11 @@
 /*
  * storage.c - the calls of the storage edge as the rest of the library
- * makes them (storage.h), and what every back end counts per transfer.
+ * makes them (storage.h): what every back end gets the same way (faults
+ * injected for tests, the trace records and counters of open, sync, size,
+ * truncate and preallocate), and what every back end counts per transfer.
  * The back ends are listed in storage_registry.c.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,8 +76,79 @@ int aggio__pread(aggio_file fh, void *buf, int64_t len, int64_t off, int64_t *go
   return fh->store->pread(fh, buf, len, off, got, flags, e);
 }
 
+/* ---- the calls every back end gets the same way -------------------------------- */
+
+/* A failure AGGIO_FAULTS injects into this call (the errno of the POSIX
+ * call named), for every back end alike: 0, or the error recorded in e. */
+static int injected(aggio_file fh, enum aggio__fault_op op, const char *call,
+                    struct aggio__err *e) {
+  int err = aggio__fault(fh->faults, op);
+  if (err)
+    aggio__fail(e, aggio__errno_code(err), "rank %d: %s(%s): %s", fh->rank, call, fh->path,
+                strerror(err));
+  return err ? e->code : 0;
+}
+
+int aggio__store_open(aggio_file fh, int create, struct aggio__err *e) {
+  /* the trace starts after the open (it needs the topology): its times are
+   * kept and recorded then */
+  fh->obs.posix_open_t0 = aggio__now();
+  int rc = injected(fh, AGGIO_FAULT_OPEN, "open", e);
+  if (rc == 0)
+    rc = fh->store->open(fh, create, e);
+  fh->obs.posix_open_t1 = aggio__now();
+  return rc;
+}
+
 int aggio__fsync(aggio_file fh, struct aggio__err *e) {
   if (!fh->opened)
     return 0;
-  return fh->store->sync(fh, e);
+  double t0 = aggio__now();
+  int err = aggio__fault(fh->faults, AGGIO_FAULT_FSYNC); /* stands for fsync's errno */
+  if (err)
+    return aggio__fail(e, err == EINVAL || err == EROFS ? AGGIO_ERR_IO
+                                                        : aggio__errno_code(err),
+                       "rank %d: fsync(%s): %s; the data may not be durable", fh->rank,
+                       fh->path, strerror(err));
+  int rc = fh->store->sync(fh, e);
+  if (rc != 0)
+    return rc;
+  if (fh->obs.trace)
+    aggio__trace_record_locked(fh, AGGIO_OP_POSIX_FSYNC, -1, 0, 0, t0, aggio__now(), 0);
+  if (fh->obs.stats)
+    add(&fh->obs.stats->c[AGGIO_C_SYNCS], 1);
+  return 0;
+}
+
+int aggio__store_size(aggio_file fh, int64_t *size, struct aggio__err *e) {
+  int rc = injected(fh, AGGIO_FAULT_SIZE, "stat", e);
+  return rc ? rc : fh->store->size(fh, size, e);
+}
+
+int aggio__store_truncate(aggio_file fh, int64_t size, struct aggio__err *e) {
+  double t0 = fh->obs.trace ? aggio__now() : 0.0;
+  int rc = injected(fh, AGGIO_FAULT_TRUNCATE, "ftruncate", e);
+  if (rc == 0)
+    rc = fh->store->truncate(fh, size, e);
+  if (rc == 0 && fh->obs.trace)
+    aggio__trace_record_locked(fh, AGGIO_OP_POSIX_FTRUNCATE, size, 0, 0, t0, aggio__now(), 0);
+  return rc;
+}
+
+/* The back end's preallocate, or, for one without, a truncate that only
+ * ever extends (MPI_File_preallocate never shortens a file). */
+int aggio__store_preallocate(aggio_file fh, int64_t size, struct aggio__err *e) {
+  double t0 = fh->obs.trace ? aggio__now() : 0.0;
+  int rc = injected(fh, AGGIO_FAULT_PREALLOCATE, "posix_fallocate", e);
+  if (rc == 0 && fh->store->preallocate) {
+    rc = fh->store->preallocate(fh, size, e);
+  } else if (rc == 0) {
+    int64_t now = 0;
+    rc = fh->store->size(fh, &now, e);
+    if (rc == 0 && now < size)
+      rc = fh->store->truncate(fh, size, e);
+  }
+  if (rc == 0 && fh->obs.trace)
+    aggio__trace_record_locked(fh, AGGIO_OP_POSIX_FALLOCATE, 0, size, 0, t0, aggio__now(), 0);
+  return rc;
 }

@@ -90,7 +90,16 @@ const char *aggio__storage_names(void);
 void aggio__storage_note(struct aggio_file_s *fh, int is_write, int64_t off, int64_t len,
                          int direct, double t0, int flags);
 
-/* The back end's calls as the rest of the library makes them. */
+/* The back end's calls as the rest of the library makes them: faults
+ * injected (AGGIO_FAULTS) and the trace records and counters of open,
+ * sync, truncate and preallocate made here, once for every back end.  A
+ * transfer (pwrite, pread) may be several system calls (short writes,
+ * direct I/O's aligned middle and buffered edges): a back end injects and
+ * counts those itself, per call (aggio__fault, aggio__storage_note). */
+int aggio__store_open(struct aggio_file_s *fh, int create, struct aggio__err *e);
+int aggio__store_size(struct aggio_file_s *fh, int64_t *size, struct aggio__err *e);
+int aggio__store_truncate(struct aggio_file_s *fh, int64_t size, struct aggio__err *e);
+int aggio__store_preallocate(struct aggio_file_s *fh, int64_t size, struct aggio__err *e);
 int aggio__pwrite(struct aggio_file_s *fh, const void *buf, int64_t len, int64_t off,
                   int flags, struct aggio__err *e);
 int aggio__pread(struct aggio_file_s *fh, void *buf, int64_t len, int64_t off,

@@ -45,9 +45,6 @@ struct posix {
 
 static struct posix *px(aggio_file fh) { return fh->store_state; }
 
-/* I/O threads count too (fsync below), so counters are added atomically. */
-static void add(int64_t *p, int64_t v) { __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
-
 /* ---- opening ------------------------------------------------------------------ */
 
 static int open_flags(int amode) {
@@ -70,17 +67,10 @@ static int px_open(aggio_file fh, int create, struct aggio__err *e) {
     flags |= O_CREAT;
   if (create && (fh->amode & MPI_MODE_EXCL))
     flags |= O_EXCL;
-  /* The trace starts after the open (it needs the topology), so the open's
-   * times are kept and recorded then. */
-  fh->obs.posix_open_t0 = aggio__now();
-  int err = aggio__fault(fh->faults, AGGIO_FAULT_OPEN);
-  if (!err) {
-    p->fd = open(fh->path, flags, 0666);
-    if (p->fd < 0 && errno == EACCES && (fh->amode & MPI_MODE_WRONLY))
-      p->fd = open(fh->path, (flags & ~O_RDWR) | O_WRONLY, 0666);
-    err = p->fd < 0 ? errno : 0;
-  }
-  fh->obs.posix_open_t1 = aggio__now();
+  p->fd = open(fh->path, flags, 0666);
+  if (p->fd < 0 && errno == EACCES && (fh->amode & MPI_MODE_WRONLY))
+    p->fd = open(fh->path, (flags & ~O_RDWR) | O_WRONLY, 0666);
+  int err = p->fd < 0 ? errno : 0;
   if (err)
     return aggio__fail(e, aggio__errno_code(err), "rank %d: open(%s): %s", fh->rank,
                        fh->path, strerror(err));
@@ -387,29 +377,17 @@ static int fsync_code(int err) {
 
 static int px_sync(aggio_file fh, struct aggio__err *e) {
   int fd = px(fh)->fd;
-  if (fd < 0)
+  if (fd < 0 || fsync(fd) == 0)
     return 0;
-  double t0 = aggio__now();
-  int err = aggio__fault(fh->faults, AGGIO_FAULT_FSYNC); /* stands for fsync's errno */
-  if (!err && fsync(fd) != 0)
-    err = errno;
-  if (err)
-    return aggio__fail(e, fsync_code(err), "rank %d: fsync(%s): %s; the data may not be "
-                       "durable", fh->rank, fh->path, strerror(err));
-  double t1 = aggio__now();
-  if (fh->obs.trace)
-    aggio__trace_record_locked(fh, AGGIO_OP_POSIX_FSYNC, -1, 0, 0, t0, t1, 0);
-  if (fh->obs.stats)
-    add(&fh->obs.stats->c[AGGIO_C_SYNCS], 1);
-  return 0;
+  int err = errno;
+  return aggio__fail(e, fsync_code(err), "rank %d: fsync(%s): %s; the data may not be "
+                     "durable", fh->rank, fh->path, strerror(err));
 }
 
 static int px_size(aggio_file fh, int64_t *size, struct aggio__err *e) {
   struct stat st;
   int fd = px(fh) ? px(fh)->fd : -1;
-  int err = aggio__fault(fh->faults, AGGIO_FAULT_SIZE);
-  if (!err && (fd >= 0 ? fstat(fd, &st) : stat(fh->path, &st)) != 0)
-    err = errno;
+  int err = (fd >= 0 ? fstat(fd, &st) : stat(fh->path, &st)) != 0 ? errno : 0;
   if (err)
     return aggio__fail(e, aggio__errno_code(err), "rank %d: stat(%s): %s", fh->rank,
                        fh->path, strerror(err));
@@ -418,16 +396,11 @@ static int px_size(aggio_file fh, int64_t *size, struct aggio__err *e) {
 }
 
 static int px_truncate(aggio_file fh, int64_t size, struct aggio__err *e) {
-  double t0 = fh->obs.trace ? aggio__now() : 0.0;
-  int err = aggio__fault(fh->faults, AGGIO_FAULT_TRUNCATE);
-  if (!err && ftruncate(px(fh)->fd, (off_t)size) != 0)
-    err = errno;
-  if (err)
-    return aggio__fail(e, aggio__errno_code(err), "rank %d: ftruncate(%s): %s", fh->rank,
-                       fh->path, strerror(err));
-  if (fh->obs.trace)
-    aggio__trace_record_locked(fh, AGGIO_OP_POSIX_FTRUNCATE, size, 0, 0, t0, aggio__now(), 0);
-  return 0;
+  if (ftruncate(px(fh)->fd, (off_t)size) == 0)
+    return 0;
+  int err = errno;
+  return aggio__fail(e, aggio__errno_code(err), "rank %d: ftruncate(%s): %s", fh->rank,
+                     fh->path, strerror(err));
 }
 
 /* Reserves the blocks of [0, size): posix_fallocate, which never shrinks
@@ -436,10 +409,7 @@ static int px_truncate(aggio_file fh, int64_t size, struct aggio__err *e) {
  * file is only extended to size, never shortened (MPI_File_preallocate
  * leaves a larger file as it is). */
 static int px_preallocate(aggio_file fh, int64_t size, struct aggio__err *e) {
-  double t0 = fh->obs.trace ? aggio__now() : 0.0;
-  int err = aggio__fault(fh->faults, AGGIO_FAULT_PREALLOCATE);
-  if (!err && size > 0)
-    err = posix_fallocate(px(fh)->fd, 0, (off_t)size);
+  int err = size > 0 ? posix_fallocate(px(fh)->fd, 0, (off_t)size) : 0;
   if (err == EOPNOTSUPP || err == ENOSYS) {
     struct stat st;
     err = 0;
@@ -451,8 +421,6 @@ static int px_preallocate(aggio_file fh, int64_t size, struct aggio__err *e) {
   if (err)
     return aggio__fail(e, aggio__errno_code(err), "rank %d: posix_fallocate(%s, %lld): %s",
                        fh->rank, fh->path, (long long)size, strerror(err));
-  if (fh->obs.trace)
-    aggio__trace_record_locked(fh, AGGIO_OP_POSIX_FALLOCATE, 0, size, 0, t0, aggio__now(), 0);
   return 0;
 }
 
