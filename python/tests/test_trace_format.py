@@ -1,4 +1,4 @@
-"""The trace format is declared once, in src/core/trace.h: the Python reader's
+"""The trace format is declared once, in src/observe/trace.h: the Python reader's
 NumPy types and operation codes, and the tables of docs/trace-format.md,
 must say what the C header says."""
 import os
@@ -10,12 +10,12 @@ import pytest
 from aggio import trace
 
 REPO = os.path.join(os.path.dirname(__file__), "..", "..")
-HEADER_H = os.path.join(REPO, "src", "core", "trace.h")
+HEADER_H = os.path.join(REPO, "src", "observe", "trace.h")
 DOC = os.path.join(REPO, "docs", "trace-format.md")
 
 pytestmark = pytest.mark.skipif(
     not (os.path.isfile(HEADER_H) and os.path.isfile(DOC)),
-    reason="src/core/trace.h or docs/trace-format.md not found (the Python tool alone, "
+    reason="src/observe/trace.h or docs/trace-format.md not found (the Python tool alone, "
            "outside the aggio repository)")
 
 # trace.h's type names -> NumPy's, and the document's names -> trace.h's

@@ -45,13 +45,34 @@ static int check_amode(int amode, struct aggio__err *e) {
 
 /* ---- opening -------------------------------------------------------------- */
 
+/* What the storage part (storage.h) takes from the handle: fixed at
+ * open, and the hints' share again whenever they change. */
+static void store_part(aggio_file fh) {
+  struct aggio__store *st = &fh->st;
+  st->path = fh->path;
+  st->rank = fh->rank;
+  st->amode = fh->amode;
+  st->io_node = fh->topo.io_node;
+  st->obs = &fh->obs;
+  st->faults = fh->faults;
+  st->dio_ignored = fh->hints.direct_io.ignored;
+  st->dio_ignored_len = sizeof fh->hints.direct_io.ignored;
+  st->info_lock = &fh->info_lock;
+}
+
+static void store_hints(aggio_file fh) {
+  int64_t su = fh->hints.striping_unit.num;
+  fh->st.direct_wanted = fh->hints.direct_io.num != AGGIO_DISABLE;
+  fh->st.align_unit = su > 0 ? su : fh->st.block;
+}
+
 /* Rank 0 creates (and checks MPI_MODE_EXCL) first; the others open once it
  * has.  With romio_no_indep_rw only aggregators open at all.  Rank 0 probes
  * the file system and every rank takes its answer. */
 static int open_everywhere(aggio_file fh, struct aggio__err *e) {
   int rc0 = 0;
   if (fh->rank == 0)
-    rc0 = aggio__store_open(fh, 1, e);
+    rc0 = aggio__store_open(&fh->st, 1, e);
   MPI_Bcast(&rc0, 1, MPI_INT, 0, fh->comm);
   if (rc0 != 0) {
     if (fh->rank != 0)
@@ -61,19 +82,20 @@ static int open_everywhere(aggio_file fh, struct aggio__err *e) {
   int needs_fd =
       !fh->hints.no_indep_rw.num || fh->topo.my_aggr_index >= 0 || fh->rank == 0;
   if (fh->rank != 0 && needs_fd)
-    aggio__store_open(fh, 0, e);
+    aggio__store_open(&fh->st, 0, e);
   struct aggio__fs_info fi;
   if (fh->rank == 0)
-    fh->store->probe(fh, &fi);
+    fh->st.ops->probe(&fh->st, &fi);
   MPI_Bcast(&fi, (int)sizeof fi, MPI_BYTE, 0, fh->comm);
-  fh->block = fi.block;
-  fh->dio_align = fi.dio_align > 4096 ? fi.dio_align : 4096;
+  fh->st.block = fi.block;
+  fh->st.dio_align = fi.dio_align > 4096 ? fi.dio_align : 4096;
+  store_hints(fh);
   snprintf(fh->fstype, sizeof fh->fstype, "%s", fi.fstype);
   if (fi.dio_reason[0])
     snprintf(fh->hints.direct_io.ignored, sizeof fh->hints.direct_io.ignored, "%s",
              fi.dio_reason);
-  if (fi.dio_ok && fh->opened)
-    fh->store->open_direct(fh);
+  if (fi.dio_ok && fh->st.opened)
+    fh->st.ops->open_direct(&fh->st);
   return e->code;
 }
 
@@ -82,15 +104,15 @@ static int open_everywhere(aggio_file fh, struct aggio__err *e) {
  * the hints stop asking for it (set_info); otherwise, and when the lock is
  * refused, the hint stays, marked ignored with the reason. */
 static void lock_modes(aggio_file fh) {
-  int want = aggio__lock_modes_mark(&fh->hints, fh->fstype) && fh->opened;
-  if (!want && fh->group_lock && fh->store->group_lock) {
-    fh->store->group_lock(fh, fh->group_lock, 0);
+  int want = aggio__lock_modes_mark(&fh->hints, fh->fstype) && fh->st.opened;
+  if (!want && fh->group_lock && fh->st.ops->group_lock) {
+    fh->st.ops->group_lock(&fh->st, fh->group_lock, 0);
     fh->group_lock = 0;
   }
   if (!want || fh->group_lock)
     return;
   long gid = aggio__lustre_group_id(fh->path);
-  int rc = fh->store->group_lock ? fh->store->group_lock(fh, gid, 1) : ENOTSUP;
+  int rc = fh->st.ops->group_lock ? fh->st.ops->group_lock(&fh->st, gid, 1) : ENOTSUP;
   if (rc == 0) {
     fh->group_lock = gid;
     return;
@@ -139,7 +161,7 @@ static int observability_open(aggio_file fh, struct aggio__err *e) {
   if (rc != 0)
     aggio__fail(e, rc, "rank %d: cannot start the trace: %s", fh->rank,
                 aggio_strerror(rc));
-  if (fh->obs.trace && fh->opened)
+  if (fh->obs.trace && fh->st.opened)
     aggio__trace_record(fh->obs.trace, AGGIO_OP_POSIX_OPEN, -1, 0, 0,
                         fh->obs.posix_open_t0, fh->obs.posix_open_t1, 0);
   if (fh->hints.placement_display.num)
@@ -181,12 +203,12 @@ static void strategies_fini(aggio_file fh) {
 static void release(aggio_file fh) {
   if (!fh)
     return;
-  if (fh->store)
-    fh->store->release(fh);
+  if (fh->st.ops)
+    fh->st.ops->release(&fh->st);
   drop_view(&fh->view);
   aggio__topology_free(fh);
   if (fh->obs.trace)
-    aggio__trace_discard(fh->obs.trace);
+    aggio__trace_free(fh->obs.trace);
   free(fh->obs.stats);
   if (fh->summary_op != MPI_OP_NULL)
     MPI_Op_free(&fh->summary_op);
@@ -243,16 +265,17 @@ static aggio_file new_handle(MPI_Comm comm, const char *filename, int amode,
   fh->summary_type = MPI_DATATYPE_NULL;
   fh->summary_op = MPI_OP_NULL;
   fh->sfp.win = MPI_WIN_NULL;
-  fh->store = aggio__storage_default();
+  fh->st.ops = aggio__storage_default();
   fh->strategies = aggio__strategy_registry();
   pthread_mutex_init(&fh->obs.trace_lock, NULL);
   pthread_mutex_init(&fh->info_lock, NULL);
   fh->amode = amode;
   fh->auto_previous = -1;
-  fh->block = fh->dio_align = 4096;
+  fh->st.block = fh->st.dio_align = 4096;
   fh->rank = rank;
   default_view(fh);
   fh->path = aggio__fault(faults, AGGIO_FAULT_ALLOC) ? NULL : strdup(filename);
+  store_part(fh);
   /* collective: every rank dups, whatever failed before on this rank */
   if (MPI_Comm_dup(comm, &fh->comm) != MPI_SUCCESS)
     fh->comm = MPI_COMM_NULL;
@@ -273,10 +296,11 @@ static aggio_file new_handle(MPI_Comm comm, const char *filename, int amode,
  * every rank (checked just before), so every rank fails here alike and
  * the open's next agreement carries the outcome. */
 static int choose_storage(aggio_file fh, struct aggio__err *e) {
-  fh->store = aggio__storage_find(fh->hints.storage.str);
-  if (fh->store)
+  fh->st.ops = aggio__storage_find(fh->hints.storage.str);
+  store_hints(fh);
+  if (fh->st.ops)
     return 0;
-  fh->store = aggio__storage_default(); /* release() calls it on no state */
+  fh->st.ops = aggio__storage_default(); /* release() calls it on no state */
   return aggio__fail(e, AGGIO_ERR_UNSUPPORTED,
                      "rank %d: aggio_storage \"%s\" is not a storage back end "
                      "(%s)", fh->rank, fh->hints.storage.str, aggio__storage_names());
@@ -384,15 +408,15 @@ int aggio_file_close(aggio_file *fhp) {
   strategies_fini(fh);
   aggio__pool_quiet(fh->pool); /* none of its jobs outlives it */
   fh->pool = NULL;
-  fh->store->close(fh, &e);
+  fh->st.ops->close(&fh->st, &e);
   aggio__sfp_close(fh); /* collective: every rank is done with the pointer */
   MPI_Barrier(fh->comm); /* every rank closed before any unlink */
-  if ((fh->amode & MPI_MODE_DELETE_ON_CLOSE) && fh->rank == 0 && fh->store->remove)
-    fh->store->remove(fh, &e);
+  if ((fh->amode & MPI_MODE_DELETE_ON_CLOSE) && fh->rank == 0 && fh->st.ops->remove)
+    fh->st.ops->remove(&fh->st, &e);
   if (fh->obs.stats)
     aggio__phase_add(fh->obs.stats, AGGIO_P_CLOSE, aggio__now() - t0);
   if (fh->obs.trace) {
-    aggio__trace_record_locked(fh, AGGIO_OP_CLOSE, -1, 0, 0, t0, aggio__now(), 0);
+    aggio__obs_record(&fh->obs, AGGIO_OP_CLOSE, -1, 0, 0, t0, aggio__now(), 0);
     int rc = aggio__trace_close(fh, fh->obs.trace);
     fh->obs.trace = NULL;
     if (rc != 0)
@@ -528,8 +552,9 @@ static void hints_changed(aggio_file fh, struct aggio__err *e) {
   fh->auto_previous = -1;
   aggio__topology_free(fh);
   aggio__topology(fh, e);
-  if (fh->hints.direct_io.num == AGGIO_DISABLE)
-    fh->dio = AGGIO_DIO_OFF;
+  store_hints(fh);
+  if (!fh->st.direct_wanted)
+    fh->st.dio = AGGIO_DIO_OFF;
   mark_unhonoured(fh);
   const struct aggio__strategy_ops *s =
       aggio__strategy_at(fh, (int)fh->hints.strategy.num);
@@ -543,10 +568,10 @@ static void hints_changed(aggio_file fh, struct aggio__err *e) {
 /* The back end holds the open file, so it stays what open chose; a new
  * aggio_storage value is kept in the hints, marked ignored. */
 static void keep_storage(aggio_file fh, struct aggio__hints *h) {
-  if (strcmp(h->storage.str, fh->store->name) == 0)
+  if (strcmp(h->storage.str, fh->st.ops->name) == 0)
     return;
   snprintf(h->storage.ignored, sizeof h->storage.ignored,
-           "the storage back end is chosen at open: still %s", fh->store->name);
+           "the storage back end is chosen at open: still %s", fh->st.ops->name);
 }
 
 static int apply_info(aggio_file fh, MPI_Info info, struct aggio__err *e) {
@@ -579,7 +604,7 @@ static void trace_view(aggio_file fh, double t0) {
     return;
   const struct aggio__flat *ft = fh->view.ft;
   int contiguous = !ft || (ft->n == 1 && ft->off[0] == 0 && ft->len[0] == ft->extent);
-  aggio__trace_record_locked(fh, AGGIO_OP_SET_VIEW, fh->view.disp, fh->view.etype_size,
+  aggio__obs_record(&fh->obs, AGGIO_OP_SET_VIEW, fh->view.disp, fh->view.etype_size,
                              ft ? ft->size : fh->view.etype_size, t0, aggio__now(),
                              2 | (contiguous ? 4 : 0));
 }
@@ -692,11 +717,11 @@ int aggio_file_set_size(aggio_file fh, MPI_Offset size) {
   check_size_call(fh, size, "set_size", &e);
   /* held data reaches the file first, so that the truncation cuts it too */
   if (aggio__agree(fh->comm, &e) == 0 && aggio__flush_all(fh, &e) == 0 && fh->rank == 0)
-    aggio__store_truncate(fh, size, &e);
+    aggio__store_truncate(&fh->st, size, &e);
   fh->coll_end = 0; /* the flush put every node's data in the file, then cut */
   aggio__agree(fh->comm, &e);
   if (fh->obs.trace)
-    aggio__trace_record_locked(fh, AGGIO_OP_SET_SIZE, size, 0, 0, t0, aggio__now(), 2);
+    aggio__obs_record(&fh->obs, AGGIO_OP_SET_SIZE, size, 0, 0, t0, aggio__now(), 2);
   if (fh->obs.stats)
     aggio__phase_add(fh->obs.stats, AGGIO_P_SYNC, aggio__now() - t0);
   return aggio__finish(&e);
@@ -712,10 +737,10 @@ int aggio_file_preallocate(aggio_file fh, MPI_Offset size) {
   aggio__requests_settle(fh);
   check_size_call(fh, size, "preallocate", &e);
   if (aggio__agree(fh->comm, &e) == 0 && fh->rank == 0)
-    aggio__store_preallocate(fh, size, &e);
+    aggio__store_preallocate(&fh->st, size, &e);
   aggio__agree(fh->comm, &e);
   if (fh->obs.trace)
-    aggio__trace_record_locked(fh, AGGIO_OP_PREALLOCATE, size, 0, 0, t0, aggio__now(), 2);
+    aggio__obs_record(&fh->obs, AGGIO_OP_PREALLOCATE, size, 0, 0, t0, aggio__now(), 2);
   if (fh->obs.stats)
     aggio__phase_add(fh->obs.stats, AGGIO_P_SYNC, aggio__now() - t0);
   return aggio__finish(&e);
@@ -753,7 +778,7 @@ int aggio_file_sync(aggio_file fh) {
   aggio__deferred_agreed(fh, deferred, aggio__agree_encoded(fh->comm, &e));
   fh->coll_end = 0; /* every node's held data is in the file now */
   if (fh->obs.trace)
-    aggio__trace_record_locked(fh, AGGIO_OP_SYNC, -1, 0, 0, t0, aggio__now(), 2);
+    aggio__obs_record(&fh->obs, AGGIO_OP_SYNC, -1, 0, 0, t0, aggio__now(), 2);
   if (fh->obs.stats)
     aggio__phase_add(fh->obs.stats, AGGIO_P_SYNC, aggio__now() - t0);
   return aggio__finish(&e);

@@ -37,7 +37,7 @@ static int run_call(struct call *c) {
   aggio__call_end(c, &op);
   double t1 = fh->obs.stats ? op.t_mark : fh->obs.trace ? aggio__now() : 0.0;
   if (fh->obs.trace)
-    aggio__trace_record_locked(fh, aggio__call_trace_op(c, 0), c->offset, c->count,
+    aggio__obs_record(&fh->obs, aggio__call_trace_op(c, 0), c->offset, c->count,
                                c->type_size, c->t0, t1, c->collective ? 2 : 0);
   if (fh->obs.stats)
     fh->obs.stats->api_time += t1 - c->t0;
@@ -276,7 +276,7 @@ int aggio_file_seek_shared(aggio_file fh, MPI_Offset offset, int whence) {
     seek_shared_root(fh, offset, whence, all, &pos, &e);
   aggio__agree(fh->comm, &e); /* and no rank moves on before rank 0 has set it */
   if (fh->obs.trace)
-    aggio__trace_record_locked(fh, AGGIO_OP_SEEK_SHARED, pos, 0, 0, t0, aggio__now(),
+    aggio__obs_record(&fh->obs, AGGIO_OP_SEEK_SHARED, pos, 0, 0, t0, aggio__now(),
                                AGGIO_TRACE_FLAG_COLLECTIVE);
   return aggio__finish(&e);
 }

@@ -49,7 +49,7 @@ static int check_mode(const struct call *c, struct aggio__err *e) {
     return aggio__fail(e, AGGIO_ERR_UNSUPPORTED, "rank %d: explicit-offset and "
                        "individual-pointer calls on a file opened MPI_MODE_SEQUENTIAL "
                        "(only shared-pointer calls are allowed)", fh->rank);
-  if (!c->collective && !fh->opened)
+  if (!c->collective && !fh->st.opened)
     return aggio__fail(e, AGGIO_ERR_UNSUPPORTED, "rank %d: independent I/O after "
                        "romio_no_indep_rw=true", fh->rank);
   return 0;

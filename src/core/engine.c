@@ -433,7 +433,7 @@ int aggio__step_summarize(struct aggio__op *op) {
   contributions(op, &c);
   aggio__summary_mine(&op->mine, &op->acc.file, op->acc.nbytes,
                       aggio__err_encode(op->err.code, fh->rank),
-                      c.flags | (fh->opened ? 0 : AGGIO_SF_NOT_OPENED) |
+                      c.flags | (fh->st.opened ? 0 : AGGIO_SF_NOT_OPENED) |
                           (concurrent(op) ? AGGIO_SF_CONCURRENT : 0) |
                           (__atomic_exchange_n(&fh->wrote_alone, 0, __ATOMIC_RELAXED)
                                ? AGGIO_SF_INDEPENDENT

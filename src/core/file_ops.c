@@ -74,7 +74,7 @@ int64_t aggio__report_unwritten(aggio_file fh, FILE *out) {
 
 int aggio__file_size(aggio_file fh, MPI_Offset *size, struct aggio__err *e) {
   int64_t n = 0;
-  if (aggio__store_size(fh, &n, e) != 0)
+  if (aggio__store_size(&fh->st, &n, e) != 0)
     return e->code;
   /* what this rank wrote may still be in its node's cache, or in the
    * cache of another handle of the file; and every rank that took part in

@@ -57,11 +57,11 @@ static int locked(struct aggio__op *op, int (*io)(struct aggio__op *)) {
   if (!fh->atomic || f->n == 0)
     return io(op);
   int64_t lo = f->v[0].off, hi = f->v[f->n - 1].off + f->v[f->n - 1].len;
-  if (fh->store->lock(fh, lo, hi - lo, op->acc.is_write, &op->err) != 0)
+  if (fh->st.ops->lock(&fh->st, lo, hi - lo, op->acc.is_write, &op->err) != 0)
     return op->err.code;
   int rc = io(op);
   struct aggio__err ue = {0};
-  fh->store->lock(fh, lo, hi - lo, -1, &ue);
+  fh->st.ops->lock(&fh->st, lo, hi - lo, -1, &ue);
   return rc;
 }
 

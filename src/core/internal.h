@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "aggio.h"
+#include "errors.h"
 #include "extent.h"
 #include "flat.h"
 #include "hints.h"
@@ -30,25 +31,12 @@
 #include "observe.h"
 #include "open_files.h"
 #include "plan.h"
+#include "report.h"
 #include "request.h"
 #include "shared_fp.h"
 #include "stats.h"
 #include "storage.h"
 #include "trace.h"
-
-#define AGGIO_ERRMSG_LEN 512
-
-/* Per-call error state: the code and this rank's message. */
-struct aggio__err {
-  int code;
-  char msg[AGGIO_ERRMSG_LEN];
-};
-
-/* Records an error (first one wins) and returns its code. */
-int aggio__fail(struct aggio__err *e, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-/* errno -> AGGIO_ERR_* */
-int aggio__errno_code(int err);
 
 /* Makes the call's outcome collective: a reduction of the encoded error
  * (below), so every rank learns the lowest failing code and the lowest
@@ -79,25 +67,6 @@ void aggio__perturb(aggio_file fh);
  * a window do not depend on the scheduler.  1 when unset. */
 double aggio__test_timing(void);
 
-/* The same agreement carried in one int64 (code in the high half, rank in
- * the low half) so that it travels inside a larger reduction; MIN picks the
- * most negative code and, among equals, the lowest rank.  0 means success. */
-int64_t aggio__err_encode(int code, int rank);
-/* Applies an agreed encoded outcome to e (the agreed code on every rank;
- * "rank R failed: ..." unless this rank's own failure was the one chosen)
- * and returns the agreed code. */
-int aggio__err_decode(int64_t agreed, int me, struct aggio__err *e);
-
-/* The rank of an agreed encoded outcome, or -1 for success. */
-int aggio__err_rank(int64_t agreed);
-/* After an agreement chose rank root's failure, its message (msg, sent to
- * every rank) becomes e's on the other ranks: every rank returns the same
- * text. */
-void aggio__err_take_message(int me, int root, const char *msg, struct aggio__err *e);
-
-/* Stores e->msg as the thread's aggio_error_message() and returns e->code. */
-int aggio__finish(const struct aggio__err *e);
-
 /* ---- the file view -------------------------------------------------------- */
 
 struct aggio__view {
@@ -106,13 +75,6 @@ struct aggio__view {
   MPI_Datatype filetype; /* duplicated, or a named type */
   int64_t etype_size;
   struct aggio__flat *ft; /* flattened filetype */
-};
-
-/* ---- direct I/O ---------------------------------------------------------- */
-
-enum aggio__dio_state {
-  AGGIO_DIO_OFF = 0,     /* disabled by hint, or refused */
-  AGGIO_DIO_ON = 1
 };
 
 /* ---- node-shared memory (shm.h) -------------------------------------------- */
@@ -147,17 +109,12 @@ struct aggio_file_s {
   int rank, nprocs;
   char *path;
   int amode;
-  int opened;             /* this rank opened the file (romio_no_indep_rw: only
-                           * aggregators and rank 0 do) */
   int atomic;             /* MPI atomic mode (aggio_file_set_atomicity) */
   long group_lock;        /* Lustre group-lock id this rank holds (lustre_lock.h), 0 none */
   int wrote_alone;        /* an independent write since the last collective call */
-  const struct aggio__storage_ops *store; /* the storage edge (storage.h) */
-  void *store_state;      /* the back end's own state */
+  struct aggio__store st;  /* the storage back end and what it learnt at
+                            * open: opened, direct I/O, block (storage.h) */
   struct aggio__faults *faults; /* AGGIO_FAULTS for tests, or NULL */
-  int dio;                /* enum aggio__dio_state */
-  int64_t dio_align;      /* offset/length/memory alignment for O_DIRECT */
-  int64_t block;          /* file-system block size (st_blksize), agreed */
   char fstype[32];        /* "ext4", "tmpfs", "lustre", ... */
   struct aggio__hints hints;
   struct aggio__view view;
@@ -322,22 +279,22 @@ int aggio__file_size(aggio_file fh, MPI_Offset *size, struct aggio__err *e);
 int aggio__view_byte_offset(aggio_file fh, MPI_Offset offset, MPI_Offset *disp,
                             struct aggio__err *e);
 
-/* Aligned allocation for aggregator buffers (free with free()). */
-void *aggio__alloc_aligned(int64_t len, int64_t align);
 /* malloc/calloc that AGGIO_FAULTS can make fail (alloc), for the small
  * allocations whose failure paths must be tested. */
 void *aggio__malloc(aggio_file fh, size_t n);
 void *aggio__calloc(aggio_file fh, size_t n, size_t size);
 
-/* Portable ceil/floor for alignment (x and a non-negative; callers keep x
- * well below INT64_MAX - a). */
-static inline int64_t aggio__round_down(int64_t x, int64_t a) {
-  return a > 0 ? x - (((x % a) + a) % a) : x;
+/* The storage layer's calls on this file (storage.h). */
+static inline int aggio__pwrite(aggio_file fh, const void *buf, int64_t len, int64_t off,
+                                int flags, struct aggio__err *e) {
+  return aggio__store_pwrite(&fh->st, buf, len, off, flags, e);
 }
-static inline int64_t aggio__round_up(int64_t x, int64_t a) {
-  if (a <= 0 || x > INT64_MAX - a)
-    return x;
-  return aggio__round_down(x + a - 1, a);
+static inline int aggio__pread(aggio_file fh, void *buf, int64_t len, int64_t off,
+                               int64_t *got, int flags, struct aggio__err *e) {
+  return aggio__store_pread(&fh->st, buf, len, off, got, flags, e);
+}
+static inline int aggio__fsync(aggio_file fh, struct aggio__err *e) {
+  return aggio__store_sync(&fh->st, e);
 }
 
 #endif

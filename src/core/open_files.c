@@ -41,7 +41,7 @@ static void recount(aggio_file fh) {
 
 void aggio__files_add(aggio_file fh) {
   struct stat st;
-  if (fh->opened && stat(fh->path, &st) == 0) {
+  if (fh->st.opened && stat(fh->path, &st) == 0) {
     fh->open.dev = (uint64_t)st.st_dev;
     fh->open.ino = (uint64_t)st.st_ino;
   }

@@ -486,7 +486,7 @@ void aggio__requests_detach(aggio_file fh) {
 static void trace_start(struct aggio_request_s *r, double t1) {
   struct call *c = &r->c;
   if (c->fh->obs.trace)
-    aggio__trace_record_locked(c->fh, aggio__call_trace_op(c, 1), c->offset, c->count,
+    aggio__obs_record(&c->fh->obs, aggio__call_trace_op(c, 1), c->offset, c->count,
                                c->type_size, c->t0, t1,
                                c->collective ? AGGIO_TRACE_FLAG_COLLECTIVE : 0);
 }
@@ -604,7 +604,7 @@ static int release(aggio_request *rp, MPI_Status *status, double t0) {
   if (r->fh && r->fh->obs.trace) {
     MPI_Count bytes = 0;
     MPI_Get_elements_x(&r->status, MPI_BYTE, &bytes);
-    aggio__trace_record_locked(r->fh, AGGIO_OP_WAIT, -1, (int64_t)bytes, 1, t0, aggio__now(),
+    aggio__obs_record(&r->fh->obs, AGGIO_OP_WAIT, -1, (int64_t)bytes, 1, t0, aggio__now(),
                                r->c.collective ? AGGIO_TRACE_FLAG_COLLECTIVE : 0);
   }
   struct aggio__err e = r->err;

@@ -1,7 +1,7 @@
 /*
  * test_fault_sweep.c - fault sweeps (issue 22): in each scenario every
  * allocation site and every storage call fails in turn (AGGIO_FAULTS,
- * src/core/storage.h), on the last rank and on every rank, and the library must
+ * src/base/fault.h), on the last rank and on every rank, and the library must
  * keep three promises:
  *   - agreement: a collective call returns the same code on every rank;
  *   - liveness: no call hangs (an alarm per run names scenario, op and n);

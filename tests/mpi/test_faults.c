@@ -1,6 +1,6 @@
 /*
  * test_faults.c - failures no real file system produces on demand, made
- * with AGGIO_FAULTS (src/core/storage.h), and the engine's answers to them:
+ * with AGGIO_FAULTS (src/base/fault.h), and the engine's answers to them:
  *   - every small allocation of a two-phase call (with either exchange,
  *     two_sided and rma) or of a node_local call (and of node_local's
  *     set-up, its shared window included) failing in turn on one rank:
@@ -394,7 +394,7 @@ static void t_bounce(void) {
   CHECK(fh != AGGIO_FILE_NULL, "open: %s", aggio_error_message());
   if (!fh)
     return;
-  if (rank == 0 && fh->dio == AGGIO_DIO_ON) {
+  if (rank == 0 && fh->st.dio == AGGIO_DIO_ON) {
     struct tw w[T];
     pthread_t th[T];
     for (int i = 0; i < T; i++) {

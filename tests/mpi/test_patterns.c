@@ -1081,6 +1081,12 @@ static void make_config(rng_t *g, int np, const char *strategy, struct config *c
     add_hint(c, "aggio_node_shm", tri2[rng_int(g, 0, 2)]);
     add_hint(c, "aggio_pipeline", tri2[rng_int(g, 0, 2)]);
   }
+  if (strcmp(strategy, "write_behind") == 0 && rng_coin(g, 2)) {
+    /* a node cache of few or many blocks (with a 4 KiB stripe, 4 MiB is
+     * 1024 slots: long hash chains of its block index are walked) */
+    static const char *wbs[] = {"16384", "262144", "4194304"};
+    add_hint(c, "aggio_write_behind_size", wbs[rng_int(g, 0, 2)]);
+  }
   if (strcmp(strategy, "node_local") == 0) {
     /* it needs its shared window; K aggregators of each node */
     add_hint(c, "aggio_node_shm", "automatic");

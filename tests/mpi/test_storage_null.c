@@ -1,6 +1,6 @@
 /*
  * test_storage_null.c - the null storage back end (aggio_storage=null,
- * src/core/storage_null.c): it is the one selected, it creates no file, it
+ * src/storage/storage_null.c): it is the one selected, it creates no file, it
  * counts in the statistics exactly the system writes the POSIX back end
  * counts for the same collective writes (same number, same bytes, the
  * total the ranks wrote), reads return zeros for every byte asked, and an
@@ -60,7 +60,7 @@ static struct counts write_pieces(const char *path, const char *storage) {
   CHECK(rc == AGGIO_SUCCESS, "open on %s: %s", storage, aggio_error_message());
   if (rc != AGGIO_SUCCESS)
     return all;
-  CHECK(strcmp(fh->store->name, storage) == 0, "back end %s, asked %s", fh->store->name,
+  CHECK(strcmp(fh->st.ops->name, storage) == 0, "back end %s, asked %s", fh->st.ops->name,
         storage);
   int64_t n = piece_len(rank);
   char *buf = malloc((size_t)n);
@@ -155,7 +155,7 @@ static void test_reads_zeros(void) {
   MPI_Info_free(&used);
   CHECK(flag && strstr(val, "aggio_storage=posix: ") && strstr(val, "still null"),
         "aggio_storage after set_info: \"%s\"", val);
-  CHECK(strcmp(fh->store->name, "null") == 0, "back end changed to %s", fh->store->name);
+  CHECK(strcmp(fh->st.ops->name, "null") == 0, "back end changed to %s", fh->st.ops->name);
   /* DELETE_ON_CLOSE: nothing to remove, and no error for it */
   CHECK(aggio_file_close(&fh) == AGGIO_SUCCESS, "close: %s", aggio_error_message());
   free(buf);

@@ -28,15 +28,12 @@
 #include <unistd.h>
 
 #include "mpiio_common.h"
+#include "after_finalize.h"
 
 enum { REC = 3000, NREC = 20 }; /* small records */
 
 static int rank, nprocs;
 static char path[3][512], errpath[512];
-
-static unsigned char datum(int r, int64_t i) {
-  return (unsigned char)(r * 37 + i * 11 + 1);
-}
 
 static void on_alarm(int sig) {
   (void)sig;
@@ -72,76 +69,10 @@ static void write_records(MPI_File fh) {
   for (int k = 0; k < NREC; k++) {
     int64_t at = ((int64_t)k * nprocs + rank) * REC;
     for (int i = 0; i < REC; i++)
-      buf[i] = datum(rank, at + i);
+      buf[i] = finalize_datum(rank, at + i);
     int rc = MPI_File_write_at_all(fh, at, buf, REC, MPI_BYTE, MPI_STATUS_IGNORE);
     CHECK(rc == MPI_SUCCESS, "rank %d: write_at_all %d: %d", rank, k, rc);
   }
-}
-
-/* stderr goes to a file of this rank's until restored. */
-static int catch_stderr(void) {
-  fflush(stderr);
-  int saved = dup(2);
-  int fd = open(errpath, O_CREAT | O_TRUNC | O_WRONLY, 0644);
-  dup2(fd, 2);
-  close(fd);
-  return saved;
-}
-
-static char *caught(int saved) {
-  fflush(stderr);
-  dup2(saved, 2);
-  close(saved);
-  static char text[8192];
-  int fd = open(errpath, O_RDONLY);
-  ssize_t n = fd >= 0 ? read(fd, text, sizeof text - 1) : -1;
-  text[n > 0 ? n : 0] = '\0';
-  if (fd >= 0)
-    close(fd);
-  unlink(errpath);
-  return text;
-}
-
-static void check_file(const char *p) {
-  int fd = open(p, O_RDONLY);
-  CHECK(fd >= 0, "rank %d: %s is missing", rank, p);
-  if (fd < 0)
-    return;
-  int64_t total = (int64_t)REC * NREC * nprocs, bad = -1;
-  unsigned char *got = malloc((size_t)total);
-  ssize_t n = pread(fd, got, (size_t)total, 0);
-  close(fd);
-  CHECK(n == total, "rank %d: %s has %zd bytes, expected %lld", rank, p, n,
-        (long long)total);
-  for (int64_t i = 0; n == total && i < total && bad < 0; i++)
-    if (got[i] != datum((int)(i / REC % nprocs), i))
-      bad = i;
-  CHECK(bad < 0, "rank %d: %s: byte %lld wrong after MPI_Finalize", rank, p,
-        (long long)bad);
-  free(got);
-}
-
-/* After MPI there is no barrier: each rank leaves a mark once it has
- * checked, and rank 0 removes the files when every rank has. */
-static void tidy_up(void) {
-  char mark[600];
-  snprintf(mark, sizeof mark, "%s.done%d", path[0], rank);
-  close(open(mark, O_CREAT | O_WRONLY, 0644));
-  if (rank != 0)
-    return;
-  for (int r = 0, tries = 0; r < nprocs && tries < 3000; tries++) {
-    snprintf(mark, sizeof mark, "%s.done%d", path[0], r);
-    if (access(mark, F_OK) == 0)
-      r++;
-    else
-      usleep(10000);
-  }
-  for (int r = 0; r < nprocs; r++) {
-    snprintf(mark, sizeof mark, "%s.done%d", path[0], r);
-    unlink(mark);
-  }
-  for (int f = 0; f < 3; f++)
-    unlink(path[f]);
 }
 
 /* Rank 0's file on MPI_COMM_SELF frees its slot between A and B. */
@@ -197,9 +128,9 @@ int main(int argc, char **argv) {
     write_records(open_file(MPI_COMM_WORLD, path[0]));
   }
   unsetenv("AGGIO_FAULTS");
-  int saved = catch_stderr();
+  int saved = finalize_stderr_catch(errpath);
   int rc = MPI_Finalize();
-  char *err = caught(saved);
+  char *err = finalize_stderr_caught(saved, errpath);
   if (lost) {
     char want[600];
     snprintf(want, sizeof want,
@@ -215,8 +146,8 @@ int main(int argc, char **argv) {
     CHECK(rc == MPI_SUCCESS, "rank %d: MPI_Finalize returned %d", rank, rc);
     CHECK(err[0] == '\0', "rank %d: MPI_Finalize printed \"%s\"", rank, err);
     for (int f = 0; f < files; f++)
-      check_file(path[f]);
+      finalize_check_records(path[f], rank, nprocs, REC, NREC);
   }
-  tidy_up();
+  finalize_tidy_up(path, 3, rank, nprocs);
   return test_summary();
 }

@@ -31,7 +31,7 @@
 
 static int independent_start(struct aggio__op *op) {
   aggio_file fh = op->fh;
-  if (!fh->opened && op->acc.nbytes > 0) /* romio_no_indep_rw: file not open here */
+  if (!fh->st.opened && op->acc.nbytes > 0) /* romio_no_indep_rw: file not open here */
     aggio__fail(&op->err, AGGIO_ERR_UNSUPPORTED, "rank %d: the independent strategy "
                 "cannot run with romio_no_indep_rw=true", fh->rank);
   return aggio__then(op, aggio__independent_io,

@@ -145,12 +145,12 @@ static int nl_setup(struct aggio__op *op) {
     MPI_Comm_size(fh->topo.node_comm, &f->node_size);
     /* Hints and the probed file system are the same on every rank, so
      * every rank of a node packs alike. */
-    f->align = fh->hints.direct_io.num != AGGIO_DISABLE && fh->dio_align > 1 ? fh->dio_align : 1;
-    f->page = fh->dio_align > PAGE ? fh->dio_align : PAGE;
+    f->align = fh->hints.direct_io.num != AGGIO_DISABLE && fh->st.dio_align > 1 ? fh->st.dio_align : 1;
+    f->page = fh->st.dio_align > PAGE ? fh->st.dio_align : PAGE;
     int64_t cb = fh->hints.cb_buffer_size.num < (1 << 30) ? fh->hints.cb_buffer_size.num
                                                           : (1 << 30);
     f->slot = aggio__round_up(cb > 2 * f->page ? cb : 2 * f->page, f->page);
-    f->cut = fh->hints.striping_unit.num > 0 ? fh->hints.striping_unit.num : fh->block;
+    f->cut = fh->hints.striping_unit.num > 0 ? fh->hints.striping_unit.num : fh->st.block;
     size_t n = (size_t)f->node_size;
     f->fb_counts = aggio__calloc(fh, n, sizeof *f->fb_counts);
     f->fb_sums = aggio__calloc(fh, NS_COUNT * ((size_t)fh->nprocs + 1), sizeof *f->fb_sums);
@@ -168,7 +168,7 @@ static int nl_flags(struct aggio__op *op) {
   aggio_file fh = op->fh;
   struct nl_file *f = file_state(fh);
   f->flags[2 * f->node_rank] = fh->topo.my_aggr_index >= 0;
-  f->flags[2 * f->node_rank + 1] = fh->opened;
+  f->flags[2 * f->node_rank + 1] = fh->st.opened;
   aggio__then(op, nl_chosen, AGGIO_P_PLAN);
   return aggio__op_allgather(op, MPI_IN_PLACE, f->flags, 2, MPI_INT, fh->topo.node_comm,
                              AGGIO_P_PLAN);

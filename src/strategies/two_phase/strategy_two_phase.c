@@ -42,7 +42,7 @@ static int64_t buffer_bytes(aggio_file fh) {
 }
 
 static int64_t buffer_align(aggio_file fh) {
-  return fh->dio_align > PAGE ? fh->dio_align : PAGE;
+  return fh->st.dio_align > PAGE ? fh->st.dio_align : PAGE;
 }
 
 static void tp_fini(aggio_file fh, void *state) {
@@ -219,7 +219,7 @@ static int plan_call(struct tp *t) {
     if (!t->theirs || !t->their_cursor || !t->window)
       return AGGIO_ERR_NOMEM;
   }
-  int64_t align = fh->hints.striping_unit.num > 0 ? fh->hints.striping_unit.num : fh->block;
+  int64_t align = fh->hints.striping_unit.num > 0 ? fh->hints.striping_unit.num : fh->st.block;
   aggio__file_domains(s->lo, s->hi, A, align, t->fd_lo, t->fd_hi);
   int64_t largest = 0;
   for (int i = 0; i < A; i++)
@@ -338,7 +338,7 @@ static int read_holes(struct tp *t, struct slot *sl) {
     t->fh->obs.stats->c[AGGIO_C_RMW_COUNT]++;
     t->fh->obs.stats->c[AGGIO_C_RMW_BYTES] += b - a;
   }
-  if (t->fh->atomic && t->fh->store->lock(t->fh, a, b - a, 1, &t->op->err) != 0)
+  if (t->fh->atomic && t->fh->st.ops->lock(&t->fh->st, a, b - a, 1, &t->op->err) != 0)
     return t->op->err.code;
   int rc = aggio__pread(t->fh, p, b - a, a, &got, AGGIO_IO_AGGREGATOR, &t->op->err);
   if (rc == 0 && got < b - a)
@@ -356,7 +356,7 @@ static int write_slot(struct slot *sl, struct aggio__err *e) {
                        span_hi(sl) - span_lo(sl), span_lo(sl), flags, e);
     if (t->fh->atomic) {
       struct aggio__err ue = {0};
-      t->fh->store->lock(t->fh, span_lo(sl), span_hi(sl) - span_lo(sl), -1, &ue);
+      t->fh->st.ops->lock(&t->fh->st, span_lo(sl), span_hi(sl) - span_lo(sl), -1, &ue);
     }
     return rc;
   }

@@ -55,6 +55,7 @@ struct slot {
   uint64_t used;       /* clock of the last use (least recently used goes first) */
   double dirty_since;  /* when its first run not yet written was added */
   pid_t worker;        /* BUSY: the process doing its job */
+  int32_t next;        /* the next slot in its block's hash chain, or -1 */
   int nruns;
   int64_t run[MAX_RUNS][2]; /* written ranges, block-relative: sorted, disjoint, not touching */
 };
@@ -86,6 +87,9 @@ struct aggio__cache {
   int nranks;          /* ranks sharing the cache */
   int64_t *done;       /* [nranks], in the window: each rank's blocking
                         * collective writes whose data is in the cache */
+  int32_t *bucket;     /* [nbuckets], in the window: the first slot of each
+                        * hash chain of blocks, or -1 */
+  uint64_t nbuckets;   /* a power of two, at least twice nslots */
   double max_age;      /* seconds written data may wait in a slot (0: no bound) */
   pthread_t thread[THREADS];
   int nthreads;
@@ -98,9 +102,12 @@ struct aggio__cache {
 /* ---- the lock: robust, so that a process that died holding it does not
  * wedge the node; a slot it was writing is queued again ------------------------ */
 
+static void index_rebuild(struct aggio__cache *c);
+
 static void owner_died(struct aggio__cache *c) {
   pthread_mutex_consistent(&c->sh->lock);
   c->sh->owner_deaths++;
+  index_rebuild(c); /* it may have died halfway through a chain's update */
   for (int i = 0; i < c->nslots; i++) {
     struct slot *s = &c->sh->slot[i];
     if (s->state == BUSY && s->worker > 0 && kill(s->worker, 0) != 0 && errno == ESRCH)
@@ -185,14 +192,57 @@ static int full(const struct aggio__cache *c, const struct slot *s) {
 
 /* ---- slots --------------------------------------------------------------------------- */
 
-static struct slot *find(struct aggio__cache *c, int64_t block) {
+/* The index of blocks to slots: a hash table of chains through the
+ * slots, in the window (under the lock), so that the lookup every copy
+ * makes costs the same with 8 slots or 1024.  A slot is in its block's
+ * chain exactly while it holds a block (block >= 0). */
+static uint64_t nbuckets_for(int nslots) {
+  uint64_t n = 2;
+  while (n < 2 * (uint64_t)nslots)
+    n *= 2;
+  return n;
+}
+
+static int32_t *chain_of(const struct aggio__cache *c, int64_t block) {
+  uint64_t h = (uint64_t)block * 0x9E3779B97F4A7C15ull; /* Fibonacci hashing */
+  return &c->bucket[(h >> 32) & (c->nbuckets - 1)];
+}
+
+static void index_add(struct aggio__cache *c, struct slot *s) {
+  int32_t *head = chain_of(c, s->block);
+  s->next = *head;
+  *head = (int32_t)(s - c->sh->slot);
+}
+
+static void index_remove(struct aggio__cache *c, struct slot *s) {
+  int32_t me = (int32_t)(s - c->sh->slot);
+  for (int32_t *p = chain_of(c, s->block); *p >= 0; p = &c->sh->slot[*p].next)
+    if (*p == me) {
+      *p = s->next;
+      break;
+    }
+  s->next = -1;
+}
+
+static void index_rebuild(struct aggio__cache *c) {
+  for (uint64_t i = 0; i < c->nbuckets; i++)
+    c->bucket[i] = -1;
   for (int i = 0; i < c->nslots; i++)
-    if (c->sh->slot[i].state != FREE && c->sh->slot[i].block == block)
+    if (c->sh->slot[i].block >= 0)
+      index_add(c, &c->sh->slot[i]);
+}
+
+static struct slot *find(struct aggio__cache *c, int64_t block) {
+  for (int32_t i = *chain_of(c, block); i >= 0; i = c->sh->slot[i].next)
+    if (c->sh->slot[i].block == block)
       return &c->sh->slot[i];
   return NULL;
 }
 
-static void reset(struct slot *s) {
+/* Empties a slot (locked). */
+static void reset(struct aggio__cache *c, struct slot *s) {
+  if (s->block >= 0)
+    index_remove(c, s);
   s->ahead = 0;
   s->state = FREE;
   s->job = JOB_NONE;
@@ -211,15 +261,16 @@ static void drop_short(struct aggio__cache *c) {
     if (s->state == OPEN && s->valid && s->valid_len < c->block) {
       s->valid = 0;
       if (s->nruns == 0 && s->pins == 0)
-        reset(s);
+        reset(c, s);
     }
   }
 }
 
 static void claim(struct aggio__cache *c, struct slot *s, int64_t block) {
-  reset(s);
+  reset(c, s);
   s->state = OPEN;
   s->block = block;
+  index_add(c, s);
   s->used = ++c->sh->clock;
 }
 
@@ -334,17 +385,17 @@ static int work(struct aggio__cache *c, struct slot *s, int flags, struct aggio_
         s->valid_len = c->block;
       s->valid = 1;
     } else {
-      reset(s);
+      reset(c, s);
     }
   } else if (rc == 0 && !s->stale) {
     s->state = OPEN;
     s->valid = 1;
   } else if (rc == 0) {
-    reset(s); /* forgotten while it loaded: the file may have changed since */
+    reset(c, s); /* forgotten while it loaded: the file may have changed since */
   } else {
     if (e && e->code == 0)
       *e = mine;
-    reset(s);
+    reset(c, s);
   }
   s->job = JOB_NONE;
   changed(c);
@@ -365,7 +416,7 @@ static struct slot *oldest_queued(struct aggio__cache *c) {
  * file; else it sleeps until a slot changes.  Called locked. */
 static void help_or_wait(struct aggio__cache *c) {
   double t0 = c->fh->obs.stats ? aggio__now() : 0.0;
-  struct slot *s = c->fh->opened ? oldest_queued(c) : NULL;
+  struct slot *s = c->fh->st.opened ? oldest_queued(c) : NULL;
   if (!s) {
     c->sh->waiting++;
     wait_on(c, &c->sh->change);
@@ -535,7 +586,7 @@ static struct slot *slot_for_read(struct aggio__cache *c, int64_t block, int *rc
       help_or_wait(c);
       continue;
     }
-    if (s && s->state == QUEUED && s->job == JOB_LOAD && c->fh->opened) {
+    if (s && s->state == QUEUED && s->job == JOB_LOAD && c->fh->st.opened) {
       take(s); /* load it here rather than wait for a thread */
       if ((*rc = work(c, s, 0, e)) != 0)
         return NULL;
@@ -625,14 +676,14 @@ static void drop_clean(struct aggio__cache *c, int64_t first, int64_t last) {
     if (s->state == FREE || s->block < first || s->block > last)
       continue;
     if (s->state == QUEUED && s->job == JOB_LOAD)
-      reset(s);
+      reset(c, s);
     else if (s->state == BUSY && s->job == JOB_LOAD)
       s->stale = 1;
     if (s->state != OPEN)
       continue;
     s->valid = 0;
     if (s->nruns == 0 && s->pins == 0)
-      reset(s);
+      reset(c, s);
   }
   changed(c);
 }
@@ -768,7 +819,8 @@ void aggio__cache_quiesce(struct aggio__cache *c, int64_t writes) {
 
 void aggio__cache_header(int nranks, int64_t *fixed, int64_t *per_slot) {
   *fixed = (int64_t)sizeof(struct shared) + nranks * (int64_t)sizeof(int64_t);
-  *per_slot = (int64_t)sizeof(struct slot);
+  /* a slot, and its share of the hash buckets (fewer than 4 a slot) */
+  *per_slot = (int64_t)sizeof(struct slot) + 4 * (int64_t)sizeof(int32_t);
 }
 
 static int64_t header_bytes(int nranks, int nslots, int64_t align) {
@@ -798,8 +850,10 @@ static int init_shared(struct shared *sh, int nslots) {
          pthread_cond_init(&sh->change, &ca);
   pthread_mutexattr_destroy(&ma);
   pthread_condattr_destroy(&ca);
-  for (int i = 0; i < nslots; i++)
-    reset(&sh->slot[i]);
+  for (int i = 0; i < nslots; i++) { /* FREE, no job: zero */
+    sh->slot[i].block = -1;
+    sh->slot[i].next = -1;
+  }
   return rc ? -1 : 0;
 }
 
@@ -812,7 +866,7 @@ static void start_threads(struct aggio__cache *c) {
 static int window_made(struct aggio__op *op);
 
 static char *header_at(const struct aggio__cache *c, char *base) {
-  int64_t align = c->fh->dio_align > 4096 ? c->fh->dio_align : 4096;
+  int64_t align = c->fh->st.dio_align > 4096 ? c->fh->st.dio_align : 4096;
   return (char *)aggio__round_up((int64_t)(uintptr_t)base, align);
 }
 
@@ -822,7 +876,11 @@ static int init_header(char *base, void *arg) {
   struct aggio__cache *c = arg;
   struct shared *sh = (struct shared *)header_at(c, base);
   int rc = init_shared(sh, c->nslots);
-  memset(&sh->slot[c->nslots], 0, (size_t)c->nranks * sizeof(int64_t));
+  int64_t *done = (int64_t *)(void *)&sh->slot[c->nslots];
+  memset(done, 0, (size_t)c->nranks * sizeof(int64_t));
+  int32_t *bucket = (int32_t *)(void *)(done + c->nranks);
+  for (uint64_t i = 0; i < nbuckets_for(c->nslots); i++)
+    bucket[i] = -1;
   return rc;
 }
 
@@ -842,7 +900,7 @@ struct aggio__cache *aggio__cache_alloc(aggio_file fh, int64_t block, int nslots
 int aggio__cache_make_window(struct aggio__op *op, struct aggio__cache *c, MPI_Comm comm,
                              aggio__step_fn then) {
   aggio_file fh = op->fh;
-  int64_t fixed, per_slot, align = fh->dio_align > 4096 ? fh->dio_align : 4096;
+  int64_t fixed, per_slot, align = fh->st.dio_align > 4096 ? fh->st.dio_align : 4096;
   MPI_Comm_size(comm, &c->nranks);
   aggio__cache_header(c->nranks, &fixed, &per_slot);
   size_t bytes = (size_t)aggio__cache_window_bytes(c->block, c->nslots, align, fixed, per_slot);
@@ -860,7 +918,7 @@ static int window_made(struct aggio__op *op) {
   struct aggio__cache *c = op->sdata;
   op->sdata = NULL;
   aggio_file fh = c->fh;
-  int64_t align = fh->dio_align > 4096 ? fh->dio_align : 4096;
+  int64_t align = fh->st.dio_align > 4096 ? fh->st.dio_align : 4096;
   if (!c->shm.base) {
     aggio__fail(&op->err, AGGIO_ERR_NOMEM, "rank %d: the node cache's shared memory (%d "
                 "blocks of %lld bytes) could not be made", fh->rank, c->nslots,
@@ -870,6 +928,8 @@ static int window_made(struct aggio__op *op) {
   char *p = header_at(c, c->shm.base);
   c->sh = (struct shared *)p;
   c->done = (int64_t *)(void *)&c->sh->slot[c->nslots];
+  c->bucket = (int32_t *)(void *)(c->done + c->nranks);
+  c->nbuckets = nbuckets_for(c->nslots);
   c->data = p + header_bytes(c->nranks, c->nslots, align);
   if (c->host && op->err.code == 0)
     start_threads(c);

@@ -96,7 +96,7 @@ static int wb_setup(struct aggio__op *op) {
   if (fh->hints.node_shm.num != AGGIO_DISABLE)
     MPI_Comm_size(fh->topo.node_comm, &nranks);
   aggio__cache_header(nranks, &hdr_fixed, &hdr_per_slot);
-  aggio__cache_geometry(budget, fh->hints.striping_unit.num, fh->dio_align, hdr_fixed,
+  aggio__cache_geometry(budget, fh->hints.striping_unit.num, fh->st.dio_align, hdr_fixed,
                         hdr_per_slot, &block, &nslots);
   if (f)
     f->cache = aggio__cache_alloc(fh, block, nslots, is_host(fh, naggr_here),

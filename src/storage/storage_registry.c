@@ -6,7 +6,7 @@
  */
 #include <string.h>
 
-#include "internal.h"
+#include "storage.h"
 
 #define AGGIO_STORAGE_LIST(X) \
   X(posix)                    \

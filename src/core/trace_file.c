@@ -1,10 +1,10 @@
 /*
- * trace.c - the per-operation trace: a bounded per-rank buffer of 48-byte
- * records (API calls and the POSIX calls beneath them), clocks aligned at
- * open with Cristian's algorithm (the minimum-round-trip sample of a few
- * ping-pongs with rank 0), and one trace file per job written in parallel at
- * close: rank 0 writes header, rank table and metadata, every rank pwrite()s
- * its own records at an offset found with MPI_Exscan.  docs/trace-format.md.
+ * trace_file.c - the trace's life with the file (trace.h records into it):
+ * clocks aligned at open with Cristian's algorithm (the minimum-round-trip
+ * sample of a few ping-pongs with rank 0), and one trace file per job
+ * written in parallel at close: rank 0 writes header, rank table and
+ * metadata, every rank pwrite()s its own records at an offset found with
+ * MPI_Exscan.  docs/trace-format.md.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,72 +20,6 @@
 
 #define TRACE_TAG 0x5a17 /* clock ping-pong on fh->comm */
 #define TRACE_SYNC_ROUNDS 8
-#define TRACE_INITIAL_RECORDS 4096
-
-struct aggio__trace {
-  char *path;          /* expanded trace path (same on all ranks) */
-  int rank;
-  double delta;        /* local clock + delta = seconds since rank 0's base */
-  double clock_base;   /* rank 0's CLOCK_MONOTONIC at open */
-  double offset_max;   /* rank 0: largest |clock correction| over ranks */
-  int64_t memory;      /* the bound in bytes, for the metadata */
-  struct aggio__trace_rec *rec;
-  uint64_t n, cap, max; /* stored, allocated, allowed (memory / 48) */
-  uint64_t dropped;
-  void *aux;           /* rank 0: nprocs x 16 bytes of scratch for the
-                          exchanges at open and close */
-};
-
-double aggio__now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* ---- recording ------------------------------------------------------------ */
-
-/* Grows the buffer by doubling up to the bound; 0 when there is room. */
-static int trace_grow(struct aggio__trace *tr) {
-  if (tr->cap >= tr->max)
-    return -1;
-  uint64_t ncap = tr->cap ? tr->cap * 2 : TRACE_INITIAL_RECORDS;
-  if (ncap > tr->max)
-    ncap = tr->max;
-  struct aggio__trace_rec *p = realloc(tr->rec, (size_t)ncap * sizeof *p);
-  if (!p) {
-    tr->max = tr->cap; /* out of memory: the bound is what we have */
-    return -1;
-  }
-  tr->rec = p;
-  tr->cap = ncap;
-  return 0;
-}
-
-static int op_is_collective(int op) {
-  return op >= AGGIO_OP_WRITE_AT_ALL && op <= AGGIO_OP_SET_SIZE;
-}
-
-void aggio__trace_record(struct aggio__trace *tr, int op, int64_t offset,
-                         int64_t length, int64_t type_size, double t0,
-                         double t1, int flags) {
-  if (!tr)
-    return;
-  if (tr->n == tr->cap && trace_grow(tr) != 0) {
-    tr->dropped++;
-    return;
-  }
-  if (op_is_collective(op))
-    flags |= AGGIO_TRACE_FLAG_COLLECTIVE;
-  struct aggio__trace_rec *r = &tr->rec[tr->n++];
-  r->t_start = t0 + tr->delta;
-  r->t_end = t1 + tr->delta;
-  r->offset = offset;
-  r->length = length;
-  r->type_size = type_size;
-  r->op = (uint16_t)op;
-  r->flags = (uint16_t)flags;
-  r->rank = tr->rank;
-}
 
 /* ---- open: path and clocks ------------------------------------------------- */
 
@@ -207,17 +141,6 @@ static int agree_code(MPI_Comm comm, int code) {
   return worst;
 }
 
-static void trace_free(struct aggio__trace *tr) {
-  if (!tr)
-    return;
-  free(tr->rec);
-  free(tr->path);
-  free(tr->aux);
-  free(tr);
-}
-
-void aggio__trace_discard(struct aggio__trace *tr) { trace_free(tr); }
-
 /* Allocates this rank's part; rank 0 also expands the path and takes the
  * scratch it needs later (so that close never allocates per rank). */
 static int trace_setup(struct aggio_file_s *fh, const char *pat,
@@ -225,7 +148,7 @@ static int trace_setup(struct aggio_file_s *fh, const char *pat,
   tr->rank = fh->rank;
   tr->memory = memory_bytes < 0 ? 0 : memory_bytes;
   tr->max = (uint64_t)tr->memory / sizeof(struct aggio__trace_rec);
-  if (tr->max > 0 && trace_grow(tr) != 0)
+  if (tr->max > 0 && aggio__trace_grow(tr) != 0)
     return AGGIO_ERR_NOMEM;
   if (fh->rank != 0)
     return 0;
@@ -261,7 +184,7 @@ int aggio__trace_open(struct aggio_file_s *fh, const char *path,
   if (code == 0)
     code = clock_sync(fh->comm, fh->rank, fh->nprocs, tr);
   if (code != 0) {
-    trace_free(tr);
+    aggio__trace_free(tr);
     return code;
   }
   *out = tr;
@@ -518,18 +441,10 @@ int aggio__trace_close(struct aggio_file_s *fh, struct aggio__trace *tr) {
   if (fd >= 0 && close(fd) != 0 && code == 0)
     code = aggio__errno_code(errno);
   free(head);
-  trace_free(tr);
+  aggio__trace_free(tr);
   int agreed = code;
   if (MPI_Allreduce(&code, &agreed, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS)
     agreed = code ? code : AGGIO_ERR_MPI;
   return agreed;
 }
 
-void aggio__trace_record_locked(aggio_file fh, int op, int64_t offset, int64_t length,
-                                int64_t type_size, double t0, double t1, int flags) {
-  if (!fh->obs.trace)
-    return;
-  pthread_mutex_lock(&fh->obs.trace_lock);
-  aggio__trace_record(fh->obs.trace, op, offset, length, type_size, t0, t1, flags);
-  pthread_mutex_unlock(&fh->obs.trace_lock);
-}

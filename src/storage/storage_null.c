@@ -22,7 +22,7 @@
  * system of their own and every write, even to /dev/null, is shipped over
  * the network to an I/O node, which is the forwarding term C2 of
  * TAPIOCA's cost model.  When the topology file names the I/O nodes
- * (fh->topo.io_node, the one nearest to this rank's node, which the placement
+ * (st->io_node, the one nearest to this rank's node, which the placement
  * assumed too) and the simulated platform has a host of that name, each
  * write is a simulated transfer of its bytes from this host to that one
  * (sg_host_sendto), which the writer waits for, sharing the links with
@@ -32,7 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "storage.h"
 
 #ifdef AGGIO_SIMGRID
 #include <simgrid/host.h>
@@ -48,113 +48,115 @@ struct null_state {
 #endif
 };
 
-static struct null_state *ns(aggio_file fh) { return fh->store_state; }
+static struct null_state *ns(struct aggio__store *st) { return st->state; }
 
-static void raise_end(aggio_file fh, int64_t end) {
-  int64_t old = __atomic_load_n(&ns(fh)->end, __ATOMIC_RELAXED);
+static void raise_end(struct aggio__store *st, int64_t end) {
+  int64_t old = __atomic_load_n(&ns(st)->end, __ATOMIC_RELAXED);
   while (old < end &&
-         !__atomic_compare_exchange_n(&ns(fh)->end, &old, end, 1, __ATOMIC_RELAXED,
+         !__atomic_compare_exchange_n(&ns(st)->end, &old, end, 1, __ATOMIC_RELAXED,
                                       __ATOMIC_RELAXED))
     ;
 }
 
-static int null_open(aggio_file fh, int create, struct aggio__err *e) {
+static int null_open(struct aggio__store *st, int create, struct aggio__err *e) {
   (void)create; /* nothing to create: MPI_MODE_EXCL never finds a file */
-  if (!fh->store_state)
-    fh->store_state = aggio__calloc(fh, 1, sizeof(struct null_state));
-  if (!fh->store_state)
-    return aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: out of memory", fh->rank);
-  fh->opened = 1;
+  if (!st->state)
+    st->state = aggio__fault(st->faults, AGGIO_FAULT_ALLOC)
+                    ? NULL
+                    : calloc(1, sizeof(struct null_state));
+  if (!st->state)
+    return aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: out of memory", st->rank);
+  st->opened = 1;
   return 0;
 }
 
 /* No file system: the smallest block, and no direct I/O to open. */
-static void null_probe(aggio_file fh, struct aggio__fs_info *fi) {
+static void null_probe(struct aggio__store *st, struct aggio__fs_info *fi) {
   memset(fi, 0, sizeof *fi);
   fi->block = fi->dio_align = 4096;
   snprintf(fi->fstype, sizeof fi->fstype, "null");
-  if (fh->hints.direct_io.num != AGGIO_DISABLE)
+  if (st->direct_wanted)
     snprintf(fi->dio_reason, sizeof fi->dio_reason, "aggio_storage=null stores nothing");
 }
 
-static void null_open_direct(aggio_file fh) { fh->dio = AGGIO_DIO_OFF; }
+static void null_open_direct(struct aggio__store *st) { st->dio = AGGIO_DIO_OFF; }
 
-static int null_close(aggio_file fh, struct aggio__err *e) {
-  (void)fh;
+static int null_close(struct aggio__store *st, struct aggio__err *e) {
+  (void)st;
   (void)e;
   return 0;
 }
 
-static void null_release(aggio_file fh) {
-  free(fh->store_state);
-  fh->store_state = NULL;
+static void null_release(struct aggio__store *st) {
+  free(st->state);
+  st->state = NULL;
 }
 
 /* The simulated forwarding of len bytes to the I/O node (a no-op outside
  * the SimGrid build, or without an I/O node of that name). */
-static void forward(aggio_file fh, int64_t len) {
+static void forward(struct aggio__store *st, int64_t len) {
 #ifdef AGGIO_SIMGRID
-  struct null_state *s = ns(fh);
+  struct null_state *s = ns(st);
   if (!s->io_looked_up) { /* the placement fills io_node after the storage opens */
-    s->io_host = fh->topo.io_node[0] ? sg_host_by_name(fh->topo.io_node) : NULL;
+    s->io_host = st->io_node[0] ? sg_host_by_name(st->io_node) : NULL;
     s->io_looked_up = 1;
   }
   if (s->io_host && len > 0)
     sg_host_sendto(sg_host_self(), s->io_host, (double)len);
 #else
-  (void)fh;
+  (void)st;
   (void)len;
 #endif
 }
 
-static int null_pwrite(aggio_file fh, const void *buf, int64_t len, int64_t off, int flags,
+static int null_pwrite(struct aggio__store *st, const void *buf, int64_t len, int64_t off, int flags,
                        struct aggio__err *e) {
   (void)buf;
   (void)e;
-  double t0 = (fh->obs.trace || fh->obs.stats) ? aggio__now() : 0.0;
-  forward(fh, len);
-  raise_end(fh, off + len);
-  aggio__storage_note(fh, 1, off, len, 0, t0, flags);
+  double t0 = (st->obs->trace || st->obs->stats) ? aggio__now() : 0.0;
+  forward(st, len);
+  raise_end(st, off + len);
+  aggio__storage_note(st, 1, off, len, 0, t0, flags);
   return 0;
 }
 
-static int null_pread(aggio_file fh, void *buf, int64_t len, int64_t off, int64_t *got,
+static int null_pread(struct aggio__store *st, void *buf, int64_t len, int64_t off, int64_t *got,
                       int flags, struct aggio__err *e) {
   (void)e;
-  double t0 = (fh->obs.trace || fh->obs.stats) ? aggio__now() : 0.0;
+  double t0 = (st->obs->trace || st->obs->stats) ? aggio__now() : 0.0;
   memset(buf, 0, (size_t)len);
   *got = len;
-  aggio__storage_note(fh, 0, off, len, 0, t0, flags);
+  aggio__storage_note(st, 0, off, len, 0, t0, flags);
   return 0;
 }
 
-static int null_sync(aggio_file fh, struct aggio__err *e) {
-  (void)fh, (void)e;
+static int null_sync(struct aggio__store *st, struct aggio__err *e) {
+  (void)st, (void)e;
   return 0;
 }
 
-static int null_size(aggio_file fh, int64_t *size, struct aggio__err *e) {
+static int null_size(struct aggio__store *st, int64_t *size, struct aggio__err *e) {
   (void)e;
-  *size = ns(fh) ? __atomic_load_n(&ns(fh)->end, __ATOMIC_RELAXED) : 0;
+  *size = ns(st) ? __atomic_load_n(&ns(st)->end, __ATOMIC_RELAXED) : 0;
   return 0;
 }
 
-static int null_truncate(aggio_file fh, int64_t size, struct aggio__err *e) {
+static int null_truncate(struct aggio__store *st, int64_t size, struct aggio__err *e) {
   (void)e;
-  __atomic_store_n(&ns(fh)->end, size, __ATOMIC_RELAXED);
+  __atomic_store_n(&ns(st)->end, size, __ATOMIC_RELAXED);
   return 0;
 }
 
-static int null_preallocate(aggio_file fh, int64_t size, struct aggio__err *e) {
+static int null_preallocate(struct aggio__store *st, int64_t size, struct aggio__err *e) {
   (void)e;
-  raise_end(fh, size);
+  raise_end(st, size);
   return 0;
 }
 
 /* Nothing is stored, so there is nothing for atomic mode to order. */
-static int null_lock(aggio_file fh, int64_t off, int64_t len, int is_write,
+static int null_lock(struct aggio__store *st, int64_t off, int64_t len, int is_write,
                      struct aggio__err *e) {
-  (void)fh;
+  (void)st;
   (void)off;
   (void)len;
   (void)is_write;

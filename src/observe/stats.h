@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 /* X(NAME, "description") - all int64_t, summed over ranks unless noted in
- * stats.c's printing code. */
+ * core/stats_report.c's printing code. */
 #define AGGIO_COUNTER_LIST(X)                                                  \
   X(IND_WRITES, "independent write calls")                                     \
   X(IND_READS, "independent read calls")                                       \
@@ -129,14 +129,6 @@ static inline enum aggio__counter aggio__active_bucket(int active, int naggr) {
   return active <= 4 ? AGGIO_C_ACTIVE_FEW : AGGIO_C_ACTIVE_MANY;
 }
 
-struct aggio_file_s;
-
-/* Counts `bytes` of file data this rank exchanged with rank `peer` (either
- * direction) as crossing nodes or staying within one, by the (emulated)
- * node layout.  No-op without statistics.  Every strategy that moves file
- * data between ranks calls it where the data moves. */
-void aggio__count_moved(struct aggio_file_s *fh, int peer, int64_t bytes);
-
 /* Allocates the statistics of a file (stats or timers on); NULL on failure. */
 struct aggio__stats *aggio__stats_new(int timers);
 
@@ -146,16 +138,7 @@ struct aggio__stats *aggio__stats_new(int timers);
 int aggio__stats_set_domains(struct aggio__stats *s, int n,
                              const int64_t *start, const int64_t *end);
 
-/* Collective at open, after the aggregators are chosen: prints the
- * aggregator placement on rank 0 when the placement display is on. */
-void aggio__placement_display(struct aggio_file_s *fh);
-
-/* Collective at close: reduces counters and timers over the file's
- * communicator and prints, on rank 0, the placement again (now with the
- * file domains of the last collective call), the statistics block and the
- * timers block, each when on (rank 0's hints decide); frees fh->obs.stats.
- * Never fails the close.  Every rank must have fh->obs.stats, or none: the
- * decision to allocate it is agreed at open.  Formats: docs/observability.md. */
-void aggio__stats_close(struct aggio_file_s *fh);
+/* Frees the statistics (NULL: nothing). */
+void aggio__stats_free(struct aggio__stats *s);
 
 #endif

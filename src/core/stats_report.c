@@ -1,5 +1,5 @@
 /*
- * stats.c - what a user asks to see about a file: the statistics block
+ * stats_report.c - what a user asks to see about a file: the statistics block
  * (AGGIO_STATS, in the spirit of Cray's MPICH_MPIIO_STATS), the phase
  * timers with raw and net bandwidths (AGGIO_TIMERS, after MPICH_MPIIO_TIMERS)
  * and the aggregator placement (AGGIO_AGGREGATOR_PLACEMENT_DISPLAY).
@@ -11,40 +11,9 @@
 #include <string.h>
 
 #include "internal.h"
+#include "report.h"
 
 #define MIB (1024.0 * 1024.0)
-
-struct aggio__stats *aggio__stats_new(int timers) {
-  struct aggio__stats *s = calloc(1, sizeof *s);
-  if (s)
-    s->timers = timers;
-  return s;
-}
-
-int aggio__stats_set_domains(struct aggio__stats *s, int n,
-                             const int64_t *start, const int64_t *end) {
-  if (!s || n < 0)
-    return 0;
-  if (n > s->fd_cap) {
-    int64_t *a = malloc(sizeof *a * (size_t)n), *b = malloc(sizeof *b * (size_t)n);
-    if (!a || !b) {
-      free(a);
-      free(b);
-      return AGGIO_ERR_NOMEM;
-    }
-    free(s->fd_start);
-    free(s->fd_end);
-    s->fd_start = a;
-    s->fd_end = b;
-    s->fd_cap = n;
-  }
-  if (n > 0) {
-    memcpy(s->fd_start, start, sizeof *start * (size_t)n);
-    memcpy(s->fd_end, end, sizeof *end * (size_t)n);
-  }
-  s->nfd = n;
-  return 0;
-}
 
 void aggio__count_moved(struct aggio_file_s *fh, int peer, int64_t bytes) {
   if (!fh->obs.stats || bytes <= 0 || !fh->topo.node_of_rank || peer < 0 ||
@@ -332,8 +301,8 @@ static void stats_print(struct aggio_file_s *fh, const struct reduced *r) {
   fprintf(f, "  auto choice: %s\n", s->auto_choice[0] ? s->auto_choice : "n/a");
   print_size_hint(f, "stripe size", &fh->hints.striping_unit);
   print_size_hint(f, "stripe count", &fh->hints.striping_factor);
-  fprintf(f, "  alignment unit: %lld\n", (long long)(su > 0 ? su : fh->block));
-  fprintf(f, "  direct io: %s\n", fh->dio == AGGIO_DIO_ON ? "on" : "off");
+  fprintf(f, "  alignment unit: %lld\n", (long long)(su > 0 ? su : fh->st.block));
+  fprintf(f, "  direct io: %s\n", fh->st.dio == AGGIO_DIO_ON ? "on" : "off");
   fprintf(f, "  independent writes: %lld\n", (long long)S(IND_WRITES));
   fprintf(f, "  independent writers: %lld\n", (long long)r->ranks[AGGIO_C_IND_WRITES]);
   fprintf(f, "  independent reads: %lld\n", (long long)S(IND_READS));
@@ -440,12 +409,6 @@ static void timers_print(struct aggio_file_s *fh, const struct reduced *r) {
 #undef S
 #undef MAXC
 
-static void stats_free(struct aggio__stats *s) {
-  free(s->fd_start);
-  free(s->fd_end);
-  free(s);
-}
-
 void aggio__stats_close(struct aggio_file_s *fh) {
   struct aggio__stats *s = fh->obs.stats;
   if (!s)
@@ -462,6 +425,6 @@ void aggio__stats_close(struct aggio_file_s *fh) {
       timers_print(fh, &r);
   }
   free(r.per_rank);
-  stats_free(s);
+  aggio__stats_free(s);
   fh->obs.stats = NULL;
 }

@@ -4,10 +4,11 @@
  * the same on every rank.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "errors.h"
 
 /* The one piece of per-thread state: like errno, the detail of the last
  * failure on this thread, read with aggio_error_message(). */

@@ -1,5 +1,5 @@
 /*
- * fault.c - fault injection for the test suite (AGGIO_FAULTS, storage.h).
+ * fault.c - fault injection for the test suite (AGGIO_FAULTS, fault.h).
  *
  * Real file systems fail on demand only in a few ways (a full tmpfs, a
  * read-only file); the error paths of an I/O thread, of a failing fstat or
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "storage.h"
+#include "fault.h"
 
 #define MAX_RULES 8
 

@@ -23,7 +23,7 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "storage.h"
 #include "lustre_lock.h"
 
 /* Below this many aligned bytes a direct transfer costs more than it saves. */
@@ -43,7 +43,7 @@ struct posix {
   struct bounce *free_bounces; /* idle bounce buffers */
 };
 
-static struct posix *px(aggio_file fh) { return fh->store_state; }
+static struct posix *px(struct aggio__store *st) { return st->state; }
 
 /* ---- opening ------------------------------------------------------------------ */
 
@@ -55,26 +55,26 @@ static int open_flags(int amode) {
   return O_RDWR;
 }
 
-static int px_open(aggio_file fh, int create, struct aggio__err *e) {
+static int px_open(struct aggio__store *st, int create, struct aggio__err *e) {
   struct posix *p = calloc(1, sizeof *p);
   if (!p)
-    return aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: out of memory", fh->rank);
+    return aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: out of memory", st->rank);
   p->fd = p->fd_direct = -1;
   pthread_mutex_init(&p->lock, NULL);
-  fh->store_state = p;
-  int flags = open_flags(fh->amode);
-  if (create && (fh->amode & MPI_MODE_CREATE))
+  st->state = p;
+  int flags = open_flags(st->amode);
+  if (create && (st->amode & MPI_MODE_CREATE))
     flags |= O_CREAT;
-  if (create && (fh->amode & MPI_MODE_EXCL))
+  if (create && (st->amode & MPI_MODE_EXCL))
     flags |= O_EXCL;
-  p->fd = open(fh->path, flags, 0666);
-  if (p->fd < 0 && errno == EACCES && (fh->amode & MPI_MODE_WRONLY))
-    p->fd = open(fh->path, (flags & ~O_RDWR) | O_WRONLY, 0666);
+  p->fd = open(st->path, flags, 0666);
+  if (p->fd < 0 && errno == EACCES && (st->amode & MPI_MODE_WRONLY))
+    p->fd = open(st->path, (flags & ~O_RDWR) | O_WRONLY, 0666);
   int err = p->fd < 0 ? errno : 0;
   if (err)
-    return aggio__fail(e, aggio__errno_code(err), "rank %d: open(%s): %s", fh->rank,
-                       fh->path, strerror(err));
-  fh->opened = 1;
+    return aggio__fail(e, aggio__errno_code(err), "rank %d: open(%s): %s", st->rank,
+                       st->path, strerror(err));
+  st->opened = 1;
   return 0;
 }
 
@@ -94,25 +94,25 @@ static const char *fs_name(long magic) {
   }
 }
 
-static void px_probe(aggio_file fh, struct aggio__fs_info *fi) {
+static void px_probe(struct aggio__store *st, struct aggio__fs_info *fi) {
   struct statfs sf;
-  struct stat st;
-  int fd = px(fh)->fd;
+  struct stat sb;
+  int fd = px(st)->fd;
   memset(fi, 0, sizeof *fi);
   fi->block = 4096;
   snprintf(fi->fstype, sizeof fi->fstype, "unknown");
   if (fstatfs(fd, &sf) == 0)
     snprintf(fi->fstype, sizeof fi->fstype, "%s", fs_name((long)sf.f_type));
-  if (fstat(fd, &st) == 0 && st.st_blksize > fi->block)
-    fi->block = st.st_blksize;
+  if (fstat(fd, &sb) == 0 && sb.st_blksize > fi->block)
+    fi->block = sb.st_blksize;
   fi->dio_align = fi->block;
   /* Tests stand in for a parallel file system's MiB-sized direct-I/O unit. */
   const char *test_align = getenv("AGGIO_TEST_DIO_ALIGN");
   if (test_align && atoll(test_align) > fi->dio_align)
     fi->dio_align = atoll(test_align);
-  if (fh->hints.direct_io.num == AGGIO_DISABLE)
+  if (!st->direct_wanted)
     return;
-  int dfd = open(fh->path, ((fh->amode & MPI_MODE_RDONLY) ? O_RDONLY : O_RDWR) | O_DIRECT);
+  int dfd = open(st->path, ((st->amode & MPI_MODE_RDONLY) ? O_RDONLY : O_RDWR) | O_DIRECT);
   if (dfd < 0) {
     snprintf(fi->dio_reason, sizeof fi->dio_reason,
              "file system %s refuses O_DIRECT (%s)", fi->fstype, strerror(errno));
@@ -122,45 +122,45 @@ static void px_probe(aggio_file fh, struct aggio__fs_info *fi) {
   fi->dio_ok = 1;
 }
 
-static void px_open_direct(aggio_file fh) {
-  struct posix *p = px(fh);
+static void px_open_direct(struct aggio__store *st) {
+  struct posix *p = px(st);
   if (p->fd < 0)
     return;
-  p->fd_direct = open(fh->path, ((fh->amode & MPI_MODE_RDONLY) ? O_RDONLY : O_RDWR) | O_DIRECT);
-  fh->dio = p->fd_direct >= 0 ? AGGIO_DIO_ON : AGGIO_DIO_OFF;
+  p->fd_direct = open(st->path, ((st->amode & MPI_MODE_RDONLY) ? O_RDONLY : O_RDWR) | O_DIRECT);
+  st->dio = p->fd_direct >= 0 ? AGGIO_DIO_ON : AGGIO_DIO_OFF;
 }
 
-static int px_close(aggio_file fh, struct aggio__err *e) {
-  struct posix *p = px(fh);
+static int px_close(struct aggio__store *st, struct aggio__err *e) {
+  struct posix *p = px(st);
   if (!p)
     return 0;
   if (p->fd_direct >= 0 && close(p->fd_direct) != 0)
-    aggio__fail(e, aggio__errno_code(errno), "rank %d: close(%s): %s", fh->rank,
-                fh->path, strerror(errno));
+    aggio__fail(e, aggio__errno_code(errno), "rank %d: close(%s): %s", st->rank,
+                st->path, strerror(errno));
   p->fd_direct = -1;
   if (p->fd >= 0) {
-    double t0 = fh->obs.trace ? aggio__now() : 0.0;
+    double t0 = st->obs->trace ? aggio__now() : 0.0;
     if (close(p->fd) != 0)
-      aggio__fail(e, aggio__errno_code(errno), "rank %d: close(%s): %s", fh->rank,
-                  fh->path, strerror(errno));
-    if (fh->obs.trace)
-      aggio__trace_record_locked(fh, AGGIO_OP_POSIX_CLOSE, -1, 0, 0, t0, aggio__now(), 0);
+      aggio__fail(e, aggio__errno_code(errno), "rank %d: close(%s): %s", st->rank,
+                  st->path, strerror(errno));
+    if (st->obs->trace)
+      aggio__obs_record(st->obs, AGGIO_OP_POSIX_CLOSE, -1, 0, 0, t0, aggio__now(), 0);
   }
   p->fd = -1;
   return e->code;
 }
 
 /* Both descriptors: writes go through either. */
-static int px_group_lock(aggio_file fh, long gid, int lock) {
-  struct posix *p = px(fh);
+static int px_group_lock(struct aggio__store *st, long gid, int lock) {
+  struct posix *p = px(st);
   if (!p)
     return 0;
   int rc = aggio__lustre_group_lock(p->fd, gid, lock);
   return rc ? rc : aggio__lustre_group_lock(p->fd_direct, gid, lock);
 }
 
-static void px_release(aggio_file fh) {
-  struct posix *p = px(fh);
+static void px_release(struct aggio__store *st) {
+  struct posix *p = px(st);
   if (!p)
     return;
   if (p->fd >= 0)
@@ -175,13 +175,13 @@ static void px_release(aggio_file fh) {
   }
   pthread_mutex_destroy(&p->lock);
   free(p);
-  fh->store_state = NULL;
+  st->state = NULL;
 }
 
 /* ---- bounce buffers ------------------------------------------------------------ */
 
-static struct bounce *bounce_get(aggio_file fh) {
-  struct posix *p = px(fh);
+static struct bounce *bounce_get(struct aggio__store *st) {
+  struct posix *p = px(st);
   pthread_mutex_lock(&p->lock);
   struct bounce *b = p->free_bounces;
   if (b)
@@ -192,7 +192,7 @@ static struct bounce *bounce_get(aggio_file fh) {
   b = malloc(sizeof *b);
   if (!b)
     return NULL;
-  b->buf = aggio__alloc_aligned(AGGIO_BOUNCE, fh->dio_align);
+  b->buf = aggio__alloc_aligned(AGGIO_BOUNCE, st->dio_align);
   if (!b->buf) {
     free(b);
     return NULL;
@@ -200,8 +200,8 @@ static struct bounce *bounce_get(aggio_file fh) {
   return b;
 }
 
-static void bounce_put(aggio_file fh, struct bounce *b) {
-  struct posix *p = px(fh);
+static void bounce_put(struct aggio__store *st, struct bounce *b) {
+  struct posix *p = px(st);
   pthread_mutex_lock(&p->lock);
   b->next = p->free_bounces;
   p->free_bounces = b;
@@ -210,21 +210,21 @@ static void bounce_put(aggio_file fh, struct bounce *b) {
 
 /* ---- writes ---------------------------------------------------------------------- */
 
-static int io_error(aggio_file fh, int err, const char *what, int64_t len, int64_t off,
+static int io_error(struct aggio__store *st, int err, const char *what, int64_t len, int64_t off,
                     struct aggio__err *e) {
   return aggio__fail(e, aggio__errno_code(err), "rank %d: %s(%s, %lld bytes at %lld): %s",
-                     fh->rank, what, fh->path, (long long)len, (long long)off,
+                     st->rank, what, st->path, (long long)len, (long long)off,
                      strerror(err));
 }
 
 /* One pwrite system call at a time, until done; each call is one record.
  * -EINVAL: a direct write was refused (the caller falls back). */
-static int write_loop(aggio_file fh, int fd, const char *buf, int64_t len, int64_t off,
+static int write_loop(struct aggio__store *st, int fd, const char *buf, int64_t len, int64_t off,
                       int direct, int flags, struct aggio__err *e) {
   while (len > 0) {
-    double t0 = (fh->obs.trace || fh->obs.stats) ? aggio__now() : 0.0;
+    double t0 = (st->obs->trace || st->obs->stats) ? aggio__now() : 0.0;
     size_t chunk = len > (1 << 30) ? (size_t)1 << 30 : (size_t)len;
-    int err = aggio__fault(fh->faults, AGGIO_FAULT_PWRITE);
+    int err = aggio__fault(st->faults, AGGIO_FAULT_PWRITE);
     ssize_t w = err ? -1 : pwrite(fd, buf, chunk, (off_t)off);
     if (w < 0 && !err)
       err = errno;
@@ -235,9 +235,9 @@ static int write_loop(aggio_file fh, int fd, const char *buf, int64_t len, int64
     if (err) {
       if (direct && err == EINVAL)
         return -EINVAL;
-      return io_error(fh, err, "pwrite", (int64_t)chunk, off, e);
+      return io_error(st, err, "pwrite", (int64_t)chunk, off, e);
     }
-    aggio__storage_note(fh, 1, off, w, direct, t0, flags);
+    aggio__storage_note(st, 1, off, w, direct, t0, flags);
     buf += w;
     off += w;
     len -= w;
@@ -247,34 +247,34 @@ static int write_loop(aggio_file fh, int fd, const char *buf, int64_t len, int64
 
 /* The aligned middle through O_DIRECT, through a bounce buffer when the
  * memory is not aligned. */
-static int write_direct(aggio_file fh, const char *buf, int64_t len, int64_t off,
+static int write_direct(struct aggio__store *st, const char *buf, int64_t len, int64_t off,
                         int flags, struct aggio__err *e) {
-  int fd = px(fh)->fd_direct;
-  if (((uintptr_t)buf % (uintptr_t)fh->dio_align) == 0)
-    return write_loop(fh, fd, buf, len, off, 1, flags, e);
-  struct bounce *b = bounce_get(fh);
+  int fd = px(st)->fd_direct;
+  if (((uintptr_t)buf % (uintptr_t)st->dio_align) == 0)
+    return write_loop(st, fd, buf, len, off, 1, flags, e);
+  struct bounce *b = bounce_get(st);
   if (!b)
     return -EINVAL; /* no memory for the bounce: buffered instead */
   int rc = 0;
   while (rc == 0 && len > 0) {
     int64_t n = len < AGGIO_BOUNCE ? len : AGGIO_BOUNCE;
     memcpy(b->buf, buf, (size_t)n);
-    rc = write_loop(fh, fd, b->buf, n, off, 1, flags, e);
+    rc = write_loop(st, fd, b->buf, n, off, 1, flags, e);
     buf += n;
     off += n;
     len -= n;
   }
-  bounce_put(fh, b);
+  bounce_put(st, b);
   return rc;
 }
 
 /* The aligned middle [*lo, *hi) of [off, off+len), or 0 when direct I/O is
  * off, not asked for, or the middle is too small to gain from it. */
-static int direct_middle(aggio_file fh, int64_t len, int64_t off, int flags, int64_t *lo,
+static int direct_middle(struct aggio__store *st, int64_t len, int64_t off, int flags, int64_t *lo,
                          int64_t *hi) {
-  if (!(flags & AGGIO_IO_DIRECT_OK) || fh->dio != AGGIO_DIO_ON || px(fh)->fd_direct < 0)
+  if (!(flags & AGGIO_IO_DIRECT_OK) || st->dio != AGGIO_DIO_ON || px(st)->fd_direct < 0)
     return 0;
-  int64_t a = fh->dio_align;
+  int64_t a = st->dio_align;
   if (off > INT64_MAX - len - a)
     return 0;
   *lo = aggio__round_up(off, a);
@@ -283,45 +283,45 @@ static int direct_middle(aggio_file fh, int64_t len, int64_t off, int flags, int
 }
 
 /* The file system refused a direct transfer after all: buffered from now on. */
-static void direct_refused(aggio_file fh) {
-  __atomic_store_n(&fh->dio, AGGIO_DIO_OFF, __ATOMIC_RELAXED);
-  pthread_mutex_lock(&fh->info_lock); /* on an I/O thread: get_info may read it */
-  snprintf(fh->hints.direct_io.ignored, sizeof fh->hints.direct_io.ignored,
+static void direct_refused(struct aggio__store *st) {
+  __atomic_store_n(&st->dio, AGGIO_DIO_OFF, __ATOMIC_RELAXED);
+  pthread_mutex_lock(st->info_lock); /* on an I/O thread: get_info may read it */
+  snprintf(st->dio_ignored, st->dio_ignored_len,
            "O_DIRECT transfer refused (EINVAL); using buffered I/O");
-  pthread_mutex_unlock(&fh->info_lock);
+  pthread_mutex_unlock(st->info_lock);
 }
 
-static int px_pwrite(aggio_file fh, const void *vbuf, int64_t len, int64_t off, int flags,
+static int px_pwrite(struct aggio__store *st, const void *vbuf, int64_t len, int64_t off, int flags,
                      struct aggio__err *e) {
   const char *buf = vbuf;
-  int fd = px(fh)->fd;
+  int fd = px(st)->fd;
   int64_t lo, hi;
   if (len <= 0)
     return 0;
-  if (!direct_middle(fh, len, off, flags, &lo, &hi))
-    return write_loop(fh, fd, buf, len, off, 0, flags, e);
-  int rc = write_direct(fh, buf + (lo - off), hi - lo, lo, flags, e);
+  if (!direct_middle(st, len, off, flags, &lo, &hi))
+    return write_loop(st, fd, buf, len, off, 0, flags, e);
+  int rc = write_direct(st, buf + (lo - off), hi - lo, lo, flags, e);
   if (rc == -EINVAL) {
-    direct_refused(fh);
-    rc = write_loop(fh, fd, buf + (lo - off), hi - lo, lo, 0, flags, e);
+    direct_refused(st);
+    rc = write_loop(st, fd, buf + (lo - off), hi - lo, lo, 0, flags, e);
   }
   if (rc == 0)
-    rc = write_loop(fh, fd, buf, lo - off, off, 0, flags, e);
+    rc = write_loop(st, fd, buf, lo - off, off, 0, flags, e);
   if (rc == 0)
-    rc = write_loop(fh, fd, buf + (hi - off), off + len - hi, hi, 0, flags, e);
+    rc = write_loop(st, fd, buf + (hi - off), off + len - hi, hi, 0, flags, e);
   return rc;
 }
 
 /* ---- reads ------------------------------------------------------------------------ */
 
 /* Reads until len bytes or end of file; *got counts them. */
-static int read_loop(aggio_file fh, int fd, char *buf, int64_t len, int64_t off,
+static int read_loop(struct aggio__store *st, int fd, char *buf, int64_t len, int64_t off,
                      int64_t *got, int direct, int flags, struct aggio__err *e) {
   *got = 0;
   while (len > 0) {
-    double t0 = (fh->obs.trace || fh->obs.stats) ? aggio__now() : 0.0;
+    double t0 = (st->obs->trace || st->obs->stats) ? aggio__now() : 0.0;
     size_t chunk = len > (1 << 30) ? (size_t)1 << 30 : (size_t)len;
-    int err = aggio__fault(fh->faults, AGGIO_FAULT_PREAD);
+    int err = aggio__fault(st->faults, AGGIO_FAULT_PREAD);
     ssize_t r = err ? -1 : pread(fd, buf, chunk, (off_t)off);
     if (r < 0 && !err)
       err = errno;
@@ -330,36 +330,36 @@ static int read_loop(aggio_file fh, int fd, char *buf, int64_t len, int64_t off,
     if (err) {
       if (direct && err == EINVAL)
         return -EINVAL;
-      return io_error(fh, err, "pread", (int64_t)chunk, off, e);
+      return io_error(st, err, "pread", (int64_t)chunk, off, e);
     }
-    aggio__storage_note(fh, 0, off, r, direct, t0, flags);
+    aggio__storage_note(st, 0, off, r, direct, t0, flags);
     if (r == 0)
       break; /* end of file */
     buf += r;
     off += r;
     len -= r;
     *got += r;
-    if (direct && (r % fh->dio_align) != 0)
+    if (direct && (r % st->dio_align) != 0)
       break; /* a direct read stops short only at end of file */
   }
   return 0;
 }
 
-static int px_pread(aggio_file fh, void *vbuf, int64_t len, int64_t off, int64_t *got,
+static int px_pread(struct aggio__store *st, void *vbuf, int64_t len, int64_t off, int64_t *got,
                     int flags, struct aggio__err *e) {
   char *buf = vbuf;
-  int fd = px(fh)->fd;
+  int fd = px(st)->fd;
   int64_t lo, hi;
   /* Direct reads only when the whole piece is aligned, memory included:
    * the cache's blocks are. */
-  if (direct_middle(fh, len, off, flags, &lo, &hi) && lo == off && hi == off + len &&
-      ((uintptr_t)buf % (uintptr_t)fh->dio_align) == 0) {
-    int rc = read_loop(fh, px(fh)->fd_direct, buf, len, off, got, 1, flags, e);
+  if (direct_middle(st, len, off, flags, &lo, &hi) && lo == off && hi == off + len &&
+      ((uintptr_t)buf % (uintptr_t)st->dio_align) == 0) {
+    int rc = read_loop(st, px(st)->fd_direct, buf, len, off, got, 1, flags, e);
     if (rc != -EINVAL)
       return rc;
-    direct_refused(fh);
+    direct_refused(st);
   }
-  return read_loop(fh, fd, buf, len, off, got, 0, flags, e);
+  return read_loop(st, fd, buf, len, off, got, 0, flags, e);
 }
 
 /* ---- the rest ---------------------------------------------------------------------- */
@@ -375,32 +375,32 @@ static int fsync_code(int err) {
   return err == EINVAL || err == EROFS ? AGGIO_ERR_IO : aggio__errno_code(err);
 }
 
-static int px_sync(aggio_file fh, struct aggio__err *e) {
-  int fd = px(fh)->fd;
+static int px_sync(struct aggio__store *st, struct aggio__err *e) {
+  int fd = px(st)->fd;
   if (fd < 0 || fsync(fd) == 0)
     return 0;
   int err = errno;
   return aggio__fail(e, fsync_code(err), "rank %d: fsync(%s): %s; the data may not be "
-                     "durable", fh->rank, fh->path, strerror(err));
+                     "durable", st->rank, st->path, strerror(err));
 }
 
-static int px_size(aggio_file fh, int64_t *size, struct aggio__err *e) {
-  struct stat st;
-  int fd = px(fh) ? px(fh)->fd : -1;
-  int err = (fd >= 0 ? fstat(fd, &st) : stat(fh->path, &st)) != 0 ? errno : 0;
+static int px_size(struct aggio__store *st, int64_t *size, struct aggio__err *e) {
+  struct stat sb;
+  int fd = px(st) ? px(st)->fd : -1;
+  int err = (fd >= 0 ? fstat(fd, &sb) : stat(st->path, &sb)) != 0 ? errno : 0;
   if (err)
-    return aggio__fail(e, aggio__errno_code(err), "rank %d: stat(%s): %s", fh->rank,
-                       fh->path, strerror(err));
-  *size = (int64_t)st.st_size;
+    return aggio__fail(e, aggio__errno_code(err), "rank %d: stat(%s): %s", st->rank,
+                       st->path, strerror(err));
+  *size = (int64_t)sb.st_size;
   return 0;
 }
 
-static int px_truncate(aggio_file fh, int64_t size, struct aggio__err *e) {
-  if (ftruncate(px(fh)->fd, (off_t)size) == 0)
+static int px_truncate(struct aggio__store *st, int64_t size, struct aggio__err *e) {
+  if (ftruncate(px(st)->fd, (off_t)size) == 0)
     return 0;
   int err = errno;
-  return aggio__fail(e, aggio__errno_code(err), "rank %d: ftruncate(%s): %s", fh->rank,
-                     fh->path, strerror(err));
+  return aggio__fail(e, aggio__errno_code(err), "rank %d: ftruncate(%s): %s", st->rank,
+                     st->path, strerror(err));
 }
 
 /* Reserves the blocks of [0, size): posix_fallocate, which never shrinks
@@ -408,24 +408,24 @@ static int px_truncate(aggio_file fh, int64_t size, struct aggio__err *e) {
  * emulation is not used by musl and some FUSE file systems refuse), the
  * file is only extended to size, never shortened (MPI_File_preallocate
  * leaves a larger file as it is). */
-static int px_preallocate(aggio_file fh, int64_t size, struct aggio__err *e) {
-  int err = size > 0 ? posix_fallocate(px(fh)->fd, 0, (off_t)size) : 0;
+static int px_preallocate(struct aggio__store *st, int64_t size, struct aggio__err *e) {
+  int err = size > 0 ? posix_fallocate(px(st)->fd, 0, (off_t)size) : 0;
   if (err == EOPNOTSUPP || err == ENOSYS) {
-    struct stat st;
+    struct stat sb;
     err = 0;
-    if (fstat(px(fh)->fd, &st) != 0)
+    if (fstat(px(st)->fd, &sb) != 0)
       err = errno;
-    else if ((int64_t)st.st_size < size && ftruncate(px(fh)->fd, (off_t)size) != 0)
+    else if ((int64_t)sb.st_size < size && ftruncate(px(st)->fd, (off_t)size) != 0)
       err = errno;
   }
   if (err)
     return aggio__fail(e, aggio__errno_code(err), "rank %d: posix_fallocate(%s, %lld): %s",
-                       fh->rank, fh->path, (long long)size, strerror(err));
+                       st->rank, st->path, (long long)size, strerror(err));
   return 0;
 }
 
 /* fcntl record locks, as ROMIO's ADIOI_Set_lock: atomic mode on POSIX. */
-static int px_lock(aggio_file fh, int64_t off, int64_t len, int is_write,
+static int px_lock(struct aggio__store *st, int64_t off, int64_t len, int is_write,
                    struct aggio__err *e) {
   struct flock fl = {0};
   fl.l_type = is_write < 0 ? F_UNLCK : is_write ? F_WRLCK : F_RDLCK;
@@ -434,17 +434,17 @@ static int px_lock(aggio_file fh, int64_t off, int64_t len, int is_write,
   fl.l_len = (off_t)len;
   int rc;
   do
-    rc = fcntl(px(fh)->fd, F_SETLKW, &fl);
+    rc = fcntl(px(st)->fd, F_SETLKW, &fl);
   while (rc != 0 && errno == EINTR);
   if (rc != 0)
     return aggio__fail(e, aggio__errno_code(errno), "rank %d: fcntl lock on %s: %s",
-                       fh->rank, fh->path, strerror(errno));
+                       st->rank, st->path, strerror(errno));
   return 0;
 }
 
-static int px_remove(aggio_file fh, struct aggio__err *e) {
-  if (unlink(fh->path) != 0)
-    return aggio__fail(e, aggio__errno_code(errno), "rank 0: unlink(%s): %s", fh->path,
+static int px_remove(struct aggio__store *st, struct aggio__err *e) {
+  if (unlink(st->path) != 0)
+    return aggio__fail(e, aggio__errno_code(errno), "rank 0: unlink(%s): %s", st->path,
                        strerror(errno));
   return 0;
 }

@@ -20,7 +20,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct aggio_file_s;
 struct aggio__trace;
 
 /* ---- the file format, declared once ---------------------------------------
@@ -141,12 +140,6 @@ enum aggio__trace_op {
 /* Seconds on this rank's monotonic clock (CLOCK_MONOTONIC). */
 double aggio__now(void);
 
-/* Collective over the file's communicator, at open: allocates the buffer and
- * agrees clock offsets so that every rank's timestamps are on rank 0's clock.
- * Sets *out (NULL when path is empty).  0 or an AGGIO_ERR_* code. */
-int aggio__trace_open(struct aggio_file_s *fh, const char *path,
-                      int64_t memory_bytes, struct aggio__trace **out);
-
 /* Records one operation; t0/t1 from aggio__now().  No-op when tr is NULL.
  * flags: AGGIO_TRACE_FLAG_AGGREGATOR when the rank acted as aggregator for
  * this POSIX call (collective API calls get AGGIO_TRACE_FLAG_COLLECTIVE). */
@@ -154,12 +147,27 @@ void aggio__trace_record(struct aggio__trace *tr, int op, int64_t offset,
                          int64_t length, int64_t type_size, double t0,
                          double t1, int flags);
 
-/* Local, not collective: frees a trace without writing it (for a failed
- * open after aggio__trace_open succeeded).  No-op when tr is NULL. */
-void aggio__trace_discard(struct aggio__trace *tr);
+/* Frees a trace without writing it (a failed open after the trace
+ * started, and the close once written).  No-op when tr is NULL. */
+void aggio__trace_free(struct aggio__trace *tr);
 
-/* Collective at close: writes the whole job's trace into one file, each rank
- * its own part in parallel; frees the buffer.  0 or an AGGIO_ERR_* code. */
-int aggio__trace_close(struct aggio_file_s *fh, struct aggio__trace *tr);
+/* The buffer, shared with core/trace_file.c, which sets it up at open and
+ * writes it at close. */
+struct aggio__trace {
+  char *path;          /* expanded trace path (same on all ranks) */
+  int rank;
+  double delta;        /* local clock + delta = seconds since rank 0's base */
+  double clock_base;   /* rank 0's CLOCK_MONOTONIC at open */
+  double offset_max;   /* rank 0: largest |clock correction| over ranks */
+  int64_t memory;      /* the bound in bytes, for the metadata */
+  struct aggio__trace_rec *rec;
+  uint64_t n, cap, max; /* stored, allocated, allowed (memory / 48) */
+  uint64_t dropped;
+  void *aux;           /* rank 0: nprocs x 16 bytes of scratch for the
+                          exchanges at open and close */
+};
+
+/* Grows the buffer by doubling up to its bound; 0 when there is room. */
+int aggio__trace_grow(struct aggio__trace *tr);
 
 #endif

@@ -1,0 +1,154 @@
+/*
+ * storage.h - the storage layer: the only place where aggio touches a file.
+ *
+ * Strategies and the engine never see a file descriptor: they call the
+ * back end of the file (fh->st.ops) through this table, the way ROMIO's
+ * ADIO drivers sit under its collective algorithms (ad_fstype.c picks one
+ * from a table).  Hint aggio_storage picks the back end at open:
+ *   posix  storage_posix.c, the file system (the default);
+ *   null   storage_null.c, discards writes and reads zeros, to measure the
+ *          aggregation alone (TAPIOCA's /dev/null runs) and in SimGrid,
+ *          which simulates no file I/O.
+ * A subfiling or tier back end would fill the same table.
+ *
+ * Every call may run on any thread (the calling thread or an I/O thread of
+ * the file's pool or cache), so back ends keep no unlocked shared scratch.
+ *
+ * The layer sits below the core: it uses the base (errors, faults), the
+ * observability layer (it records every transfer) and the planning (hint
+ * values, Lustre locks), and sees of the file only its storage part,
+ * struct aggio__store.
+ */
+#ifndef AGGIO_STORAGE_H
+#define AGGIO_STORAGE_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "errors.h"
+#include "fault.h"
+#include "observe.h"
+
+/* Flags for writes and reads. */
+#define AGGIO_IO_AGGREGATOR AGGIO_OBS_AGGREGATOR /* made as an aggregator (trace) */
+#define AGGIO_IO_BEHIND AGGIO_OBS_BEHIND /* by an I/O thread after the call returned */
+#define AGGIO_IO_DIRECT_OK 4  /* the caller wants the device: use O_DIRECT when
+                               * the piece is large and aligned enough */
+
+enum aggio__dio_state {
+  AGGIO_DIO_OFF = 0, /* disabled by hint, or refused */
+  AGGIO_DIO_ON = 1
+};
+
+/* The file as the storage layer sees it: the handle's storage part
+ * (fh->st).  A back end sees this, never the handle. */
+struct aggio__store {
+  const struct aggio__storage_ops *ops; /* the back end (storage_registry.c) */
+  void *state;               /* the back end's own */
+  /* set by the core when the handle is made, then fixed */
+  const char *path;
+  int rank;                  /* for messages */
+  int amode;                 /* MPI_MODE_* */
+  int direct_wanted;         /* the direct_io hint is not "disable" */
+  const char *io_node;       /* this rank's I/O node, or "" (the topology's;
+                              * filled after the storage opens) */
+  struct aggio__obs_state *obs; /* the file's statistics and trace */
+  struct aggio__faults *faults; /* AGGIO_FAULTS, or NULL */
+  /* learnt at open */
+  int opened;                /* this rank opened the file (romio_no_indep_rw:
+                              * only aggregators and rank 0 do) */
+  int dio;                   /* enum aggio__dio_state; an I/O thread may
+                              * turn it off (atomics) */
+  int64_t dio_align;         /* offset/length/memory alignment for O_DIRECT */
+  int64_t block;             /* file-system block size (st_blksize), agreed */
+  int64_t align_unit;        /* the stripe, or the block: "aligned" in the
+                              * counters */
+  /* Where a back end says why it turned direct I/O off on an I/O thread:
+   * the hint's "ignored" text, which get_info reads under *info_lock. */
+  char *dio_ignored;
+  size_t dio_ignored_len;
+  pthread_mutex_t *info_lock;
+};
+
+/* What open learns about the file system, the same on every rank (rank 0
+ * probes, the others take its answer). */
+struct aggio__fs_info {
+  int64_t block;      /* st_blksize, at least 4096 */
+  int64_t dio_align;  /* offset/length/memory alignment O_DIRECT needs */
+  int dio_ok;         /* an O_DIRECT descriptor could be opened */
+  char fstype[32];    /* "ext4", "tmpfs", "lustre", ... */
+  char dio_reason[160]; /* why direct I/O is off, when it is */
+};
+
+struct aggio__storage_ops {
+  const char *name;
+  /* Opens the file on this rank (create: this rank creates it, honouring
+   * MPI_MODE_CREATE/EXCL).  Sets st->opened. */
+  int (*open)(struct aggio__store *st, int create, struct aggio__err *e);
+  /* Rank 0, after its open: the file system's properties. */
+  void (*probe)(struct aggio__store *st, struct aggio__fs_info *fi);
+  /* After the agreed probe: opens what direct I/O needs on this rank. */
+  void (*open_direct)(struct aggio__store *st);
+  int (*close)(struct aggio__store *st, struct aggio__err *e);
+  /* Writes len bytes at off, whole or fails (short writes retried). */
+  int (*pwrite)(struct aggio__store *st, const void *buf, int64_t len, int64_t off,
+                int flags, struct aggio__err *e);
+  /* Reads up to len bytes at off; *got is what lay before end of file. */
+  int (*pread)(struct aggio__store *st, void *buf, int64_t len, int64_t off,
+               int64_t *got, int flags, struct aggio__err *e);
+  int (*sync)(struct aggio__store *st, struct aggio__err *e);
+  int (*size)(struct aggio__store *st, int64_t *size, struct aggio__err *e);
+  int (*truncate)(struct aggio__store *st, int64_t size, struct aggio__err *e);
+  /* Reserves storage for bytes [0, size) (MPI_File_preallocate): the file
+   * is at least size bytes long afterwards and never shorter than before.
+   * Called on rank 0 only. */
+  int (*preallocate)(struct aggio__store *st, int64_t size, struct aggio__err *e);
+  /* Byte-range lock of [off, off+len) for atomic mode (exclusive when
+   * is_write); unlock with lock(..., -1).  Blocking. */
+  int (*lock)(struct aggio__store *st, int64_t off, int64_t len, int is_write,
+              struct aggio__err *e);
+  /* Takes (lock 1) or gives back (lock 0) a Lustre group lock with id gid
+   * on this rank's descriptors; closing them gives it back too
+   * (lustre_lock.h).  0 or an errno value; NULL: the back end has no such
+   * lock. */
+  int (*group_lock)(struct aggio__store *st, long gid, int lock);
+  /* Rank 0, after every rank closed: removes the file
+   * (MPI_MODE_DELETE_ON_CLOSE).  NULL: the back end keeps no file. */
+  int (*remove)(struct aggio__store *st, struct aggio__err *e);
+  /* Frees what the back end keeps (descriptors already closed). */
+  void (*release)(struct aggio__store *st);
+};
+
+/* The registry (storage_registry.c): the back end called name
+ * (aggio_storage), or NULL when there is none; the default one (the
+ * first); "posix, null": every name, for messages. */
+const struct aggio__storage_ops *aggio__storage_find(const char *name);
+const struct aggio__storage_ops *aggio__storage_default(void);
+const char *aggio__storage_names(void);
+
+/* Counts one transfer of len bytes at off that began at t0 (aggio__now) in
+ * the statistics and the trace, as every back end does, so that the
+ * counters mean the same whichever stores the bytes.  Any thread. */
+void aggio__storage_note(struct aggio__store *st, int is_write, int64_t off, int64_t len,
+                         int direct, double t0, int flags);
+
+/* The back end's calls as the rest of the library makes them: faults
+ * injected (AGGIO_FAULTS) and the trace records and counters of open,
+ * sync, truncate and preallocate made here, once for every back end.  A
+ * transfer (pwrite, pread) may be several system calls (short writes,
+ * direct I/O's aligned middle and buffered edges): a back end injects and
+ * counts those itself, per call (aggio__fault, aggio__storage_note).
+ * The core calls them through inline helpers that take the handle
+ * (internal.h: aggio__pwrite(fh, ...) is aggio__store_pwrite(&fh->st, ...)). */
+int aggio__store_open(struct aggio__store *st, int create, struct aggio__err *e);
+int aggio__store_size(struct aggio__store *st, int64_t *size, struct aggio__err *e);
+int aggio__store_truncate(struct aggio__store *st, int64_t size, struct aggio__err *e);
+int aggio__store_preallocate(struct aggio__store *st, int64_t size, struct aggio__err *e);
+int aggio__store_pwrite(struct aggio__store *st, const void *buf, int64_t len, int64_t off,
+                        int flags, struct aggio__err *e);
+int aggio__store_pread(struct aggio__store *st, void *buf, int64_t len, int64_t off,
+                       int64_t *got, int flags, struct aggio__err *e);
+int aggio__store_sync(struct aggio__store *st, struct aggio__err *e);
+
+#endif
