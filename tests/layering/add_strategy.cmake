@@ -1,7 +1,9 @@
-# The walk-through of docs/architecture.md, "Adding a strategy", done on a
-# copy of the sources: the folder src/strategies/example/ and one line in
-# src/plan/strategies.def, nothing else; then libaggio is built and a
-# program runs the new strategy through the public API.
+# The walk-throughs of docs/architecture.md, "Adding a strategy" and
+# "Adding a storage back end", done on a copy of the sources: the folder
+# src/strategies/example/ and one line in src/plan/strategies.def; the
+# file src/storage/storage_example.c and one line in storage_registry.c;
+# nothing else.  Then libaggio is built and a program runs the new
+# strategy and the new back end through the public API.
 #   cmake -DSRC=... -DWORK=... -DMPICC=... -DMPIEXEC=... -DMPIEXEC_FLAGS=...
 #         -P add_strategy.cmake
 file(REMOVE_RECURSE ${WORK})
@@ -15,6 +17,13 @@ file(COPY ${SRC}/tests/layering/example_strategy/strategy_example.c
 # 2. the line
 file(APPEND ${WORK}/tree/src/plan/strategies.def
      "AGGIO_STRATEGY(EXAMPLE, example, NULL, NULL, 0)\n")
+# The same for a storage back end ("Adding a storage back end"): the file
+# in src/storage/ and its line in the registry's list.
+file(COPY ${SRC}/tests/layering/example_storage/storage_example.c
+     DESTINATION ${WORK}/tree/src/storage)
+file(READ ${WORK}/tree/src/storage/storage_registry.c registry)
+string(REPLACE "  X(null)" "  X(null)                    \\\n  X(example)" registry "${registry}")
+file(WRITE ${WORK}/tree/src/storage/storage_registry.c "${registry}")
 
 function(run)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
