@@ -328,6 +328,7 @@ static int check_open_args(MPI_Comm comm, const char *filename, int amode,
 
 int aggio_file_open(MPI_Comm comm, const char *filename, int amode,
                     MPI_Info info, aggio_file *fh_out) {
+  filename = aggio__file_name_unprefixed(filename); /* "ufs:/path": file_name.h */
   struct aggio__err e = {0};
   if (comm == MPI_COMM_NULL) {
     aggio__fail(&e, AGGIO_ERR_ARG, "communicator is MPI_COMM_NULL");
@@ -434,6 +435,7 @@ int aggio_file_close(aggio_file *fhp) {
 int aggio_file_delete(const char *filename, MPI_Info info) {
   struct aggio__err e = {0};
   (void)info;
+  filename = aggio__file_name_unprefixed(filename);
   if (!filename || !*filename)
     aggio__fail(&e, AGGIO_ERR_NAME, "file name is NULL or empty");
   else if (unlink(filename) != 0)
