@@ -70,8 +70,8 @@ AGGIO_API int aggio_drain(void);
 /* Collective.  datarep: "native", "internal" (aggio's is the native one) or
  * "external32" (MPI's portable representation: big-endian, IEEE; aggio
  * keeps the native layout, so the view's and the memory's types must have
- * their native sizes in external32, which all fixed-size C and Fortran
- * types but MPI_WCHAR have on Linux: AGGIO_ERR_UNSUPPORTED otherwise). */
+ * their native sizes in external32 as MPI_Pack_external_size gives them:
+ * AGGIO_ERR_UNSUPPORTED otherwise, e.g. MPI_LONG with MPICH). */
 AGGIO_API int aggio_file_set_view(aggio_file fh, MPI_Offset disp,
                                   MPI_Datatype etype, MPI_Datatype filetype,
                                   const char *datarep, MPI_Info info);

@@ -516,7 +516,7 @@ static int datarep_of(aggio_file fh, const char *datarep, int *rep, struct aggio
 }
 
 /* external32 keeps the view's layout only where each type's elements have
- * their native sizes there (not MPI_WCHAR: 2 bytes against 4). */
+ * their native sizes there (with MPICH, not MPI_LONG: 4 bytes against 8). */
 static int external32_same_size(aggio_file fh, MPI_Datatype t, const char *what,
                                 struct aggio__err *e) {
   MPI_Aint ext = 0;

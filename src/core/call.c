@@ -94,8 +94,8 @@ static int tiles_fit(aggio_file fh, int64_t pos, int64_t nbytes, struct aggio__e
 /* ---- external32 (the view's data representation) ------------------------------ */
 
 /* The memory type's elements have their native sizes in external32, so
- * that the converted stream keeps the layout the view maps (MPI_WCHAR,
- * 2 bytes in external32 and 4 here, does not). */
+ * that the converted stream keeps the layout the view maps (with MPICH,
+ * MPI_LONG, 4 bytes in external32 and 8 here, does not). */
 static int external32_fits(const struct call *c, int64_t nbytes, struct aggio__err *e) {
   MPI_Aint ext = 0;
   if (MPI_Pack_external_size("external32", c->count, c->type, &ext) != MPI_SUCCESS ||
