@@ -67,7 +67,11 @@ AGGIO_API int aggio_finalize(void);
  * calls it.  Returns AGGIO_SUCCESS, or an error when bytes were lost. */
 AGGIO_API int aggio_drain(void);
 
-/* Collective.  datarep must be "native". */
+/* Collective.  datarep: "native", "internal" (aggio's is the native one) or
+ * "external32" (MPI's portable representation: big-endian, IEEE; aggio
+ * keeps the native layout, so the view's and the memory's types must have
+ * their native sizes in external32 as MPI_Pack_external_size gives them:
+ * AGGIO_ERR_UNSUPPORTED otherwise, e.g. MPI_LONG with MPICH). */
 AGGIO_API int aggio_file_set_view(aggio_file fh, MPI_Offset disp,
                                   MPI_Datatype etype, MPI_Datatype filetype,
                                   const char *datarep, MPI_Info info);

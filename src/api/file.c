@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "file_name.h"
 #include "flatten.h"
 #include "info.h"
 #include "lustre_lock.h"
@@ -137,6 +138,7 @@ static void mark_unhonoured(aggio_file fh) {
 }
 
 static void default_view(aggio_file fh) {
+  fh->view.datarep = AGGIO_DATAREP_NATIVE;
   fh->view.disp = 0;
   fh->view.etype = MPI_BYTE;
   fh->view.filetype = MPI_BYTE;
@@ -328,6 +330,7 @@ static int check_open_args(MPI_Comm comm, const char *filename, int amode,
 
 int aggio_file_open(MPI_Comm comm, const char *filename, int amode,
                     MPI_Info info, aggio_file *fh_out) {
+  filename = aggio__file_name_unprefixed(filename); /* "ufs:/path": file_name.h */
   struct aggio__err e = {0};
   if (comm == MPI_COMM_NULL) {
     aggio__fail(&e, AGGIO_ERR_ARG, "communicator is MPI_COMM_NULL");
@@ -434,6 +437,7 @@ int aggio_file_close(aggio_file *fhp) {
 int aggio_file_delete(const char *filename, MPI_Info info) {
   struct aggio__err e = {0};
   (void)info;
+  filename = aggio__file_name_unprefixed(filename);
   if (!filename || !*filename)
     aggio__fail(&e, AGGIO_ERR_NAME, "file name is NULL or empty");
   else if (unlink(filename) != 0)
@@ -497,15 +501,41 @@ static int filetype_rules(aggio_file fh, const struct aggio__flat *ft, int64_t e
   return 0;
 }
 
+/* The data representations by name (enum aggio__datarep's order). */
+static const char *const datareps[] = {"native", "internal", "external32"};
+
+static int datarep_of(aggio_file fh, const char *datarep, int *rep, struct aggio__err *e) {
+  for (int i = 0; datarep && i < 3; i++)
+    if (strcasecmp(datarep, datareps[i]) == 0) {
+      *rep = i;
+      return 0;
+    }
+  return aggio__fail(e, AGGIO_ERR_UNSUPPORTED, "rank %d: data representation \"%s\" is not "
+                     "supported (native, internal, external32)", fh->rank,
+                     datarep ? datarep : "(null)");
+}
+
+/* external32 keeps the view's layout only where each type's elements have
+ * their native sizes there (with MPICH, not MPI_LONG: 4 bytes against 8). */
+static int external32_same_size(aggio_file fh, MPI_Datatype t, const char *what,
+                                struct aggio__err *e) {
+  MPI_Aint ext = 0;
+  int size = 0;
+  if (MPI_Pack_external_size("external32", 1, t, &ext) == MPI_SUCCESS &&
+      MPI_Type_size(t, &size) == MPI_SUCCESS && ext == size)
+    return 0;
+  return aggio__fail(e, AGGIO_ERR_UNSUPPORTED, "rank %d: the %s's external32 size (%lld "
+                     "bytes) differs from its native size (%d): aggio's external32 keeps "
+                     "the native layout", fh->rank, what, (long long)ext, size);
+}
+
 static int check_view(aggio_file fh, MPI_Offset disp, MPI_Datatype etype,
-                      MPI_Datatype filetype, const char *datarep,
+                      MPI_Datatype filetype, const char *datarep, int *rep,
                       struct aggio__flat **ft, int64_t *esize,
                       struct aggio__err *e) {
   char msg[256] = "";
-  if (!datarep || strcasecmp(datarep, "native") != 0)
-    return aggio__fail(e, AGGIO_ERR_UNSUPPORTED, "rank %d: data representation "
-                       "\"%s\" is not supported (only \"native\")", fh->rank,
-                       datarep ? datarep : "(null)");
+  if (datarep_of(fh, datarep, rep, e) != 0)
+    return e->code;
   if (disp < 0)
     return aggio__fail(e, AGGIO_ERR_OFFSET, "rank %d: negative displacement %lld",
                        fh->rank, (long long)disp);
@@ -516,6 +546,9 @@ static int check_view(aggio_file fh, MPI_Offset disp, MPI_Datatype etype,
   if (rc != 0)
     return aggio__fail(e, rc, "rank %d: filetype: %s", fh->rank, msg);
   rc = filetype_rules(fh, *ft, *esize, e);
+  if (rc == 0 && *rep == AGGIO_DATAREP_EXTERNAL32)
+    rc = external32_same_size(fh, etype, "etype", e) ||
+         external32_same_size(fh, filetype, "filetype", e) ? e->code : 0;
   if (rc != 0) {
     aggio__flat_release(*ft);
     *ft = NULL;
@@ -619,10 +652,11 @@ int aggio_file_set_view(aggio_file fh, MPI_Offset disp, MPI_Datatype etype,
   }
   struct aggio__flat *ft = NULL;
   int64_t esize = 0;
+  int rep = AGGIO_DATAREP_NATIVE;
   double t0 = fh->obs.trace ? aggio__now() : 0.0;
   aggio__requests_settle(fh); /* outstanding operations keep the view they began with */
   if (view_disp(fh, &disp, &e) == 0)
-    check_view(fh, disp, etype, filetype, datarep, &ft, &esize, &e);
+    check_view(fh, disp, etype, filetype, datarep, &rep, &ft, &esize, &e);
   /* apply_info may fail on some ranks only (a topology rebuild): the
    * second agreement runs on every rank whatever apply_info returned */
   if (aggio__agree(fh->comm, &e) == 0)
@@ -633,6 +667,7 @@ int aggio_file_set_view(aggio_file fh, MPI_Offset disp, MPI_Datatype etype,
     return aggio__finish(&e);
   }
   struct aggio__view old = fh->view;
+  fh->view.datarep = rep;
   fh->view.disp = disp;
   fh->view.etype = keep_type(etype);
   fh->view.filetype = keep_type(filetype);
@@ -661,7 +696,7 @@ int aggio_file_get_view(aggio_file fh, MPI_Offset *disp, MPI_Datatype *etype,
     *disp = fh->view.disp;
     *etype = keep_type(fh->view.etype);
     *filetype = keep_type(fh->view.filetype);
-    strcpy(datarep, "native");
+    strcpy(datarep, datareps[fh->view.datarep]);
   }
   return aggio__finish(&e);
 }

@@ -91,6 +91,42 @@ static int tiles_fit(aggio_file fh, int64_t pos, int64_t nbytes, struct aggio__e
                      disjoint ? "overlap or go back" : "go back");
 }
 
+/* ---- external32 (the view's data representation) ------------------------------ */
+
+/* The memory type's elements have their native sizes in external32, so
+ * that the converted stream keeps the layout the view maps (with MPICH,
+ * MPI_LONG, 4 bytes in external32 and 8 here, does not). */
+static int external32_fits(const struct call *c, int64_t nbytes, struct aggio__err *e) {
+  MPI_Aint ext = 0;
+  if (MPI_Pack_external_size("external32", c->count, c->type, &ext) != MPI_SUCCESS ||
+      (int64_t)ext != nbytes)
+    return aggio__fail(e, AGGIO_ERR_UNSUPPORTED, "rank %d: the memory datatype's external32 "
+                       "size (%lld bytes) differs from its native size (%lld): aggio's "
+                       "external32 keeps the native layout", c->fh->rank, (long long)ext,
+                       (long long)nbytes);
+  return 0;
+}
+
+/* Converts what a write carries into external32 (big-endian, IEEE). */
+static int external32_pack(struct call *c, struct aggio__access *acc, struct aggio__err *e) {
+  MPI_Aint pos = 0;
+  if (MPI_Pack_external("external32", c->buf, c->count, c->type, acc->stream,
+                        (MPI_Aint)acc->nbytes, &pos) != MPI_SUCCESS)
+    return aggio__fail(e, AGGIO_ERR_MPI, "rank %d: MPI_Pack_external failed", c->fh->rank);
+  return 0;
+}
+
+/* Converts what a read brought back, whole elements of the memory type
+ * only: one cut by the end of file stays as it was in memory. */
+static void external32_unpack(struct call *c, struct aggio__access *acc, int64_t done) {
+  int64_t size = c->mem->size, whole = size > 0 ? done / size : 0;
+  MPI_Aint pos = 0;
+  if (whole > 0)
+    MPI_Unpack_external("external32", acc->stream, (MPI_Aint)(whole * size), &pos, c->buf,
+                        (int)whole, c->type);
+}
+
+
 /* Checks the arguments; builds the access.  Local: no communication. */
 static int prepare(struct call *c, struct aggio__access *acc, struct aggio__err *e) {
   aggio_file fh = c->fh;
@@ -129,7 +165,10 @@ static int prepare(struct call *c, struct aggio__access *acc, struct aggio__err 
     rc = aggio__extents_push(&acc->file, fh->view.disp + pos, acc->nbytes);
   if (rc != 0)
     return aggio__fail(e, rc, "rank %d: mapping the view: %s", fh->rank, aggio_strerror(rc));
-  if (aggio__flat_is_contiguous(c->mem, c->count)) {
+  c->external32 = fh->view.datarep == AGGIO_DATAREP_EXTERNAL32;
+  if (c->external32 && external32_fits(c, acc->nbytes, e) != 0)
+    return e->code;
+  if (!c->external32 && aggio__flat_is_contiguous(c->mem, c->count)) {
     acc->stream = (char *)c->buf + (c->mem->n ? c->mem->off[0] : 0);
     return 0;
   }
@@ -138,6 +177,8 @@ static int prepare(struct call *c, struct aggio__access *acc, struct aggio__err 
     return aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: out of memory packing %lld "
                        "bytes", fh->rank, (long long)acc->nbytes);
   c->packed = 1;
+  if (c->is_write && c->external32)
+    return external32_pack(c, acc, e);
   if (c->is_write)
     aggio__flat_pack(c->mem, c->count, c->buf, acc->stream);
   return 0;
@@ -158,7 +199,9 @@ static void finish_call(struct call *c, struct aggio__op *op) {
   struct aggio__access *acc = &op->acc;
   int code = op->err.code;
   int64_t done = code != 0 ? 0 : c->is_write ? acc->nbytes : aggio__access_before_eof(acc, op->eof);
-  if (code == 0 && !c->is_write && c->packed)
+  if (code == 0 && !c->is_write && c->packed && c->external32)
+    external32_unpack(c, acc, done);
+  else if (code == 0 && !c->is_write && c->packed)
     aggio__flat_unpack(c->mem, c->count, acc->stream, done, c->buf);
   if (c->status && c->status != MPI_STATUS_IGNORE)
     MPI_Status_set_elements_x(c->status, MPI_BYTE, (MPI_Count)done);

@@ -31,6 +31,8 @@ struct call {
                             * (non-blocking calls), not by what was read */
   struct aggio__flat *mem; /* flattened memory type */
   int packed;              /* acc.stream is our copy */
+  int external32;          /* the view's data representation was external32
+                            * when the call began: the copy is converted */
   int64_t type_size;       /* size of the memory type (for the trace) */
   double t0;               /* when the call began */
   int kind;                /* enum aggio__call_kind */

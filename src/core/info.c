@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "file_name.h"
 #include "info.h"
 
 struct apply_ctx {
@@ -173,6 +174,7 @@ static void apply_env(struct apply_ctx *c, const char *path) {
 void aggio__hints_gather(struct aggio__hints *h, MPI_Info info, const char *path,
                          int rank, int with_defaults) {
   (void)rank;
+  path = aggio__file_name_unprefixed(path); /* patterns match the path itself */
   struct apply_ctx c = {h, AGGIO_HS_ROMIO_FILE};
   if (with_defaults) {
     aggio__hints_defaults(h);

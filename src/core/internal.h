@@ -69,7 +69,15 @@ double aggio__test_timing(void);
 
 /* ---- the file view -------------------------------------------------------- */
 
+/* The view's data representation (MPI 3.1, 13.5).  "internal" is
+ * aggio's choice, and it chose the native one.  external32 keeps the
+ * native layout (its types must have their native sizes, checked at
+ * set_view and at every call) and converts each element's bytes: the
+ * stream is packed and unpacked with MPI_Pack_external. */
+enum aggio__datarep { AGGIO_DATAREP_NATIVE, AGGIO_DATAREP_INTERNAL, AGGIO_DATAREP_EXTERNAL32 };
+
 struct aggio__view {
+  int datarep;           /* enum aggio__datarep */
   MPI_Offset disp;
   MPI_Datatype etype;    /* duplicated, or a named type */
   MPI_Datatype filetype; /* duplicated, or a named type */

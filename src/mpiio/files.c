@@ -89,10 +89,11 @@ int MPI_File_delete(const char *filename, MPI_Info info) {
   return mpiio_finish(NULL, aggio_file_delete(filename, info));
 }
 
-/* Only "native" (libaggio's only representation).  "internal",
- * "external32" and registered ones are refused with
- * MPI_ERR_UNSUPPORTED_DATAREP on every rank: libaggio agrees on the
- * outcome, and the data representation is its only UNSUPPORTED reason. */
+/* "native", "internal" and "external32" (aggio.h says which types);
+ * registered representations and external32 types aggio cannot keep in
+ * the native layout are refused with MPI_ERR_UNSUPPORTED_DATAREP on every
+ * rank: libaggio agrees on the outcome, and the data representation is
+ * its only UNSUPPORTED reason. */
 int MPI_File_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype,
                       MPI_Datatype filetype, const char *datarep, MPI_Info info) {
   struct mpiio_file *f = mpiio_lookup(fh);
@@ -101,8 +102,7 @@ int MPI_File_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype,
   int rc = aggio_file_set_view(f->af, disp, etype, filetype, datarep, info);
   if (rc == AGGIO_ERR_UNSUPPORTED) {
     char msg[512];
-    snprintf(msg, sizeof msg, "aggio: %s (aggio writes only \"native\")",
-             aggio_error_message());
+    snprintf(msg, sizeof msg, "aggio: %s", aggio_error_message());
     return mpiio_raise(f, mpiio_error_with_message(MPI_ERR_UNSUPPORTED_DATAREP, msg));
   }
   return mpiio_finish(f, rc);
@@ -129,7 +129,7 @@ int MPI_Register_datarep(const char *datarep,
   char msg[512];
   snprintf(msg, sizeof msg,
            "aggio: MPI_Register_datarep(\"%s\"): user data "
-           "representations are not supported by aggio (only \"native\")",
+           "representations are not supported by aggio (native, internal, external32)",
            datarep ? datarep : "(null)");
   return mpiio_raise(NULL, mpiio_error_with_message(MPI_ERR_UNSUPPORTED_DATAREP, msg));
 }
