@@ -49,6 +49,7 @@ static void aggio_write(const char *path, MPI_Datatype ft) {
   MPI_Datatype et, f;
   aggio_file_get_view(fh, &disp, &et, &f, rep);
   CHECK(strcmp(rep, "external32") == 0, "get_view says \"%s\"", rep);
+  MPI_Type_free(&f); /* get_view hands out a new derived type; et is named */
   /* the first half from a contiguous buffer, the second from every other
    * int of a wider one (a vector memory type), non-blocking */
   int32_t a[N / 2], b[N];
