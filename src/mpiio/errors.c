@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "mpiio.h"
+#include "next.h"
 
 /* X(AGGIO name, MPI class) */
 #define MPIIO_CLASS_MAP(X)                      \
@@ -197,7 +198,7 @@ static int added_code_text(int errorcode, char *string) {
     }
     char cls[MPI_MAX_ERROR_STRING] = "";
     int len = 0;
-    PMPI_Error_string(c->mpi_class, cls, &len);
+    MPIIO_NEXT(Error_string)(c->mpi_class, cls, &len);
     snprintf(string, MPI_MAX_ERROR_STRING,
              "aggio: %s (this error's message is no longer kept: aggio keeps the "
              "last %d)",
@@ -216,10 +217,11 @@ int MPI_Error_string(int errorcode, char *string, int *resultlen) {
     pthread_mutex_unlock(&lock);
   }
   if (!found)
-    return PMPI_Error_string(errorcode, string, resultlen);
+    return MPIIO_NEXT(Error_string)(errorcode, string, resultlen);
   *resultlen = (int)strlen(string);
   return MPI_SUCCESS;
 }
+MPIIO_PROFILED(Error_string)
 
 /* ---- handlers ------------------------------------------------------------- */
 
@@ -264,7 +266,7 @@ static void release(struct handler *h) {
     return;
   MPI_Errhandler eh = h->eh;
   *h = handlers[--nhandlers];
-  PMPI_Errhandler_free(&eh);
+  MPIIO_NEXT(Errhandler_free)(&eh);
 }
 
 MPI_Errhandler mpiio_default_errhandler(void) {
@@ -331,7 +333,7 @@ int mpiio_finish(struct mpiio_file *f, int aggio_rc) {
 }
 
 int MPI_File_create_errhandler(MPI_File_errhandler_function *fn, MPI_Errhandler *eh) {
-  int rc = PMPI_File_create_errhandler(fn, eh);
+  int rc = MPIIO_NEXT(File_create_errhandler)(fn, eh);
   if (rc != MPI_SUCCESS)
     return rc;
   pthread_mutex_lock(&lock);
@@ -341,13 +343,14 @@ int MPI_File_create_errhandler(MPI_File_errhandler_function *fn, MPI_Errhandler 
     rc = MPI_ERR_INTERN; /* it could not be called on aggio's files */
   pthread_mutex_unlock(&lock);
   if (rc != MPI_SUCCESS)
-    PMPI_Errhandler_free(eh);
+    MPIIO_NEXT(Errhandler_free)(eh);
   return rc;
 }
+MPIIO_PROFILED(File_create_errhandler)
 
 int MPI_Errhandler_free(MPI_Errhandler *eh) {
   if (!eh)
-    return PMPI_Errhandler_free(eh);
+    return MPIIO_NEXT(Errhandler_free)(eh);
   pthread_mutex_lock(&lock);
   struct handler *h = find_handler(*eh);
   int mine = 0;
@@ -361,10 +364,11 @@ int MPI_Errhandler_free(MPI_Errhandler *eh) {
   }
   pthread_mutex_unlock(&lock);
   if (!mine)
-    return PMPI_Errhandler_free(eh);
+    return MPIIO_NEXT(Errhandler_free)(eh);
   *eh = MPI_ERRHANDLER_NULL;
   return MPI_SUCCESS;
 }
+MPIIO_PROFILED(Errhandler_free)
 
 /* 1 when eh can serve an aggio file: predefined, or made by
  * MPI_File_create_errhandler here. */
@@ -378,7 +382,7 @@ static int usable_on_files(MPI_Errhandler eh) {
 int MPI_File_set_errhandler(MPI_File fh, MPI_Errhandler eh) {
   struct mpiio_file *f = mpiio_lookup(fh);
   if (!f) {
-    int rc = PMPI_File_set_errhandler(fh, eh);
+    int rc = MPIIO_NEXT(File_set_errhandler)(fh, eh);
     if (rc == MPI_SUCCESS && fh == MPI_FILE_NULL) {
       pthread_mutex_lock(&lock);
       null_handler = eh;
@@ -395,11 +399,12 @@ int MPI_File_set_errhandler(MPI_File fh, MPI_Errhandler eh) {
   mpiio_attach_errhandler(f, eh);
   return MPI_SUCCESS;
 }
+MPIIO_PROFILED(File_set_errhandler)
 
 int MPI_File_get_errhandler(MPI_File fh, MPI_Errhandler *eh) {
   struct mpiio_file *f = mpiio_lookup(fh);
   if (!f)
-    return PMPI_File_get_errhandler(fh, eh);
+    return MPIIO_NEXT(File_get_errhandler)(fh, eh);
   if (!eh)
     return mpiio_raise(
         f, mpiio_error_with_message(MPI_ERR_ARG, "aggio: errhandler is NULL"));
@@ -413,14 +418,16 @@ int MPI_File_get_errhandler(MPI_File fh, MPI_Errhandler *eh) {
   pthread_mutex_unlock(&lock);
   return MPI_SUCCESS;
 }
+MPIIO_PROFILED(File_get_errhandler)
 
 int MPI_File_call_errhandler(MPI_File fh, int errorcode) {
   struct mpiio_file *f = mpiio_lookup(fh);
   if (!f)
-    return PMPI_File_call_errhandler(fh, errorcode);
+    return MPIIO_NEXT(File_call_errhandler)(fh, errorcode);
   invoke(f, errorcode);
   return MPI_SUCCESS;
 }
+MPIIO_PROFILED(File_call_errhandler)
 
 /* MPI lets a process do local work before it aborts, not communicate:
  * aggio_drain writes what write-behind holds on this node for every open
@@ -428,5 +435,5 @@ int MPI_File_call_errhandler(MPI_File fh, int errorcode) {
  * would otherwise lose although the writes had returned success. */
 int mpiio_abort(MPI_Comm comm, int errorcode) {
   aggio_drain();
-  return PMPI_Abort(comm, errorcode);
+  return MPIIO_NEXT(Abort)(comm, errorcode);
 }

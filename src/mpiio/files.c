@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "mpiio.h"
+#include "next.h"
 
 /* A new handle, entered in the table; NULL when memory runs out. */
 static struct mpiio_file *new_file(int amode) {
@@ -58,7 +59,7 @@ int MPI_File_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info,
     if (f)
       drop_file(f);
     return rc != MPI_SUCCESS ? mpiio_raise(NULL, rc)
-                             : PMPI_File_open(comm, filename, amode, info, fh);
+                             : MPIIO_NEXT(File_open)(comm, filename, amode, info, fh);
   }
   rc = aggio_file_open(comm, filename, amode, info, &f->af);
   if (rc != AGGIO_SUCCESS) {
@@ -70,11 +71,12 @@ int MPI_File_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info,
   *fh = (MPI_File)f;
   return MPI_SUCCESS;
 }
+MPIIO_PROFILED(File_open)
 
 int MPI_File_close(MPI_File *fh) {
   struct mpiio_file *f = fh ? mpiio_lookup(*fh) : NULL;
   if (!f)
-    return PMPI_File_close(fh);
+    return MPIIO_NEXT(File_close)(fh);
   /* the handler runs while the handle is still valid */
   int rc = mpiio_finish(f, aggio_file_close(&f->af));
   mpiio_requests_closed(f); /* the close completed their operations */
@@ -82,12 +84,14 @@ int MPI_File_close(MPI_File *fh) {
   *fh = MPI_FILE_NULL;
   return rc;
 }
+MPIIO_PROFILED(File_close)
 
 int MPI_File_delete(const char *filename, MPI_Info info) {
   if (mpiio_passthrough_here(filename, info))
-    return PMPI_File_delete(filename, info);
+    return MPIIO_NEXT(File_delete)(filename, info);
   return mpiio_finish(NULL, aggio_file_delete(filename, info));
 }
+MPIIO_PROFILED(File_delete)
 
 /* "native", "internal" and "external32" (aggio.h says which types);
  * registered representations and external32 types aggio cannot keep in
@@ -98,7 +102,7 @@ int MPI_File_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype,
                       MPI_Datatype filetype, const char *datarep, MPI_Info info) {
   struct mpiio_file *f = mpiio_lookup(fh);
   if (!f)
-    return PMPI_File_set_view(fh, disp, etype, filetype, datarep, info);
+    return MPIIO_NEXT(File_set_view)(fh, disp, etype, filetype, datarep, info);
   int rc = aggio_file_set_view(f->af, disp, etype, filetype, datarep, info);
   if (rc == AGGIO_ERR_UNSUPPORTED) {
     char msg[512];
@@ -107,15 +111,17 @@ int MPI_File_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype,
   }
   return mpiio_finish(f, rc);
 }
+MPIIO_PROFILED(File_set_view)
 
 int MPI_File_sync(MPI_File fh) {
   struct mpiio_file *f = mpiio_lookup(fh);
   if (!f)
-    return PMPI_File_sync(fh);
+    return MPIIO_NEXT(File_sync)(fh);
   int rc = mpiio_finish(f, aggio_file_sync(f->af));
   mpiio_requests_reap(); /* the sync completed the file's operations */
   return rc;
 }
+MPIIO_PROFILED(File_sync)
 
 /* A registered representation could only serve the MPI library's own
  * files, and aggio's would refuse it: the call fails, clearly. */
@@ -133,24 +139,27 @@ int MPI_Register_datarep(const char *datarep,
            datarep ? datarep : "(null)");
   return mpiio_raise(NULL, mpiio_error_with_message(MPI_ERR_UNSUPPORTED_DATAREP, msg));
 }
+MPIIO_PROFILED(Register_datarep)
 
 /* aggio's MPI_Finalize hook is set right after MPI_Init (aggio_init), so
  * that it runs after the hooks of libraries initialised later: HDF5 closes
  * its files from its MPI_COMM_SELF attribute, through the MPI-IO calls
  * served here, inside MPI_Finalize. */
 int MPI_Init(int *argc, char ***argv) {
-  int rc = PMPI_Init(argc, argv);
+  int rc = MPIIO_NEXT(Init)(argc, argv);
   if (rc == MPI_SUCCESS)
     aggio_init();
   return rc;
 }
+MPIIO_PROFILED(Init)
 
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
-  int rc = PMPI_Init_thread(argc, argv, required, provided);
+  int rc = MPIIO_NEXT(Init_thread)(argc, argv, required, provided);
   if (rc == MPI_SUCCESS)
     aggio_init();
   return rc;
 }
+MPIIO_PROFILED(Init_thread)
 
 /* MPI_Finalize: the libraries' hooks run first (HDF5 writes and closes its
  * files through aggio), then aggio's closes what is left, in the order it
@@ -163,7 +172,7 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
  * valid until then. */
 int MPI_Finalize(void) {
   mpiio_requests_closed(NULL);
-  int mpi_rc = PMPI_Finalize();
+  int mpi_rc = MPIIO_NEXT(Finalize)();
   int rc = aggio_finalize(); /* after MPI_Finalize: the outcome of its closes */
   struct mpiio_file *f = NULL;
   while (mpiio_all_files(&f, 1) == 1) { /* every one was closed by the hook; */
@@ -172,6 +181,8 @@ int MPI_Finalize(void) {
   }
   return rc != AGGIO_SUCCESS ? mpiio_error_class(rc) : mpi_rc;
 }
+MPIIO_PROFILED(Finalize)
 
 /* MPI_Abort writes out what write-behind holds first (mpiio_abort). */
 int MPI_Abort(MPI_Comm comm, int errorcode) { return mpiio_abort(comm, errorcode); }
+MPIIO_PROFILED(Abort)

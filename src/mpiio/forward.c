@@ -1,8 +1,10 @@
 /*
- * forward.c - the MPI_File_* definitions generated from calls.h.
+ * forward.c - the MPI_File_* definitions generated from calls.h (and their
+ * PMPI_File_* names, next.h).
  */
 #include "calls.h"
 #include "mpiio.h"
+#include "next.h"
 
 #define MPIIO_ARGS(...) __VA_ARGS__
 
@@ -10,9 +12,10 @@
   int MPI_File_##name params {                                         \
     struct mpiio_file *f = mpiio_lookup(fh);                           \
     if (!f)                                                            \
-      return PMPI_File_##name(fh, MPIIO_ARGS args);                    \
+      return MPIIO_NEXT(File_##name)(fh, MPIIO_ARGS args);          \
     return mpiio_finish(f, aggio_file_##name(f->af, MPIIO_ARGS args)); \
-  }
+  }                                                                    \
+  MPIIO_PROFILED(File_##name)
 MPIIO_FORWARD_CALLS(MPIIO_DEFINE_FORWARD)
 
 static int finish_data(struct mpiio_file *f, int rc, int count) {
@@ -24,9 +27,10 @@ static int finish_data(struct mpiio_file *f, int rc, int count) {
   int MPI_File_##name params {                                               \
     struct mpiio_file *f = mpiio_lookup(fh);                                 \
     if (!f)                                                                  \
-      return PMPI_File_##name(fh, MPIIO_ARGS args);                          \
+      return MPIIO_NEXT(File_##name)(fh, MPIIO_ARGS args);                \
     return finish_data(f, aggio_file_##name(f->af, MPIIO_ARGS args), count); \
-  }
+  }                                                                          \
+  MPIIO_PROFILED(File_##name)
 MPIIO_DATA_CALLS(MPIIO_DEFINE_DATA)
 
 /* libaggio starts the operation and returns at once; an argument error
@@ -35,7 +39,7 @@ MPIIO_DATA_CALLS(MPIIO_DEFINE_DATA)
   int MPI_File_##name params {                                                     \
     struct mpiio_file *f = mpiio_lookup(fh);                                       \
     if (!f)                                                                        \
-      return PMPI_File_##name(fh, MPIIO_ARGS args, request);                       \
+      return MPIIO_NEXT(File_##name)(fh, MPIIO_ARGS args, request);             \
     if (!request)                                                                  \
       return mpiio_raise(                                                          \
           f, mpiio_error_with_message(MPI_ERR_REQUEST, "aggio: request is NULL")); \
@@ -43,5 +47,6 @@ MPIIO_DATA_CALLS(MPIIO_DEFINE_DATA)
     aggio_request ar = AGGIO_REQUEST_NULL;                                         \
     int rc = aggio_file_##name(f->af, MPIIO_ARGS args, &ar);                       \
     return mpiio_request_started(f, q, count, rc, ar, request);                    \
-  }
+  }                                                                                \
+  MPIIO_PROFILED(File_##name)
 MPIIO_NONBLOCKING_CALLS(MPIIO_DEFINE_NONBLOCKING)

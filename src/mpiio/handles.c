@@ -18,6 +18,7 @@
 #include <stdlib.h>
 
 #include "mpiio.h"
+#include "next.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct mpiio_file **table; /* slot -> file; NULL: free slot */
@@ -183,10 +184,12 @@ int mpiio_file_count(void) {
 
 MPI_Fint MPI_File_c2f(MPI_File fh) {
   struct mpiio_file *f = mpiio_lookup(fh);
-  return f ? (MPI_Fint)(MPIIO_FINT_BASE + f->slot) : PMPI_File_c2f(fh);
+  return f ? (MPI_Fint)(MPIIO_FINT_BASE + f->slot) : MPIIO_NEXT(File_c2f)(fh);
 }
+MPIIO_PROFILED(File_c2f)
 
 MPI_File MPI_File_f2c(MPI_Fint fint) {
   struct mpiio_file *f = mpiio_from_fint(fint);
-  return f ? (MPI_File)f : PMPI_File_f2c(fint);
+  return f ? (MPI_File)f : MPIIO_NEXT(File_f2c)(fint);
 }
+MPIIO_PROFILED(File_f2c)

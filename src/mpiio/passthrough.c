@@ -11,6 +11,7 @@
 #include "hints.h"
 #include "info.h"
 #include "mpiio.h"
+#include "next.h"
 
 int mpiio_passthrough_here(const char *path, MPI_Info info) {
   struct aggio__hints h;
@@ -28,7 +29,7 @@ static int allreduce_progressing(const int *mine, int *all, int n, MPI_Comm comm
   MPI_Request r;
   int rc = PMPI_Iallreduce(mine, all, n, MPI_INT, MPI_MAX, comm, &r);
   for (int flag = 0, round = 0; rc == MPI_SUCCESS && !flag;) {
-    rc = PMPI_Test(&r, &flag, MPI_STATUS_IGNORE);
+    rc = MPIIO_NEXT(Test)(&r, &flag, MPI_STATUS_IGNORE);
     if (rc == MPI_SUCCESS && !flag && !aggio_progress())
       mpiio_pause(&round);
   }

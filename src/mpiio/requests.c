@@ -34,6 +34,7 @@
 #include <time.h>
 
 #include "mpiio.h"
+#include "next.h"
 
 struct mpiio_request {
   MPI_Request greq;     /* the program's handle */
@@ -237,7 +238,7 @@ static void discard(struct mpiio_request *q) {
   MPI_Request greq = q->greq;
   pthread_mutex_unlock(&lock);
   PMPI_Grequest_complete(greq);
-  PMPI_Request_free(&greq);
+  MPIIO_NEXT(Request_free)(&greq);
 }
 
 int mpiio_request_started(struct mpiio_file *f, struct mpiio_request *q, int count,
@@ -460,30 +461,32 @@ static int no_memory(void) {
 int MPI_Wait(MPI_Request *request, MPI_Status *status) {
   struct scan s;
   if (!request || scan(1, request, &s) <= 0)
-    return PMPI_Wait(request, status);
+    return MPIIO_NEXT(Wait)(request, status);
   settle(&s);
-  int rc = finish_one(&s, 0, status, PMPI_Wait(request, status));
+  int rc = finish_one(&s, 0, status, MPIIO_NEXT(Wait)(request, status));
   scan_free(&s);
   return rc;
 }
+MPIIO_PROFILED(Wait)
 
 int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status) {
   struct scan s;
   if (!request || !flag || scan(1, request, &s) <= 0)
-    return PMPI_Test(request, flag, status);
+    return MPIIO_NEXT(Test)(request, flag, status);
   drive(&s);
-  int rc = PMPI_Test(request, flag, status);
+  int rc = MPIIO_NEXT(Test)(request, flag, status);
   rc = *flag ? finish_one(&s, 0, status, rc) : rc;
   scan_free(&s);
   return rc;
 }
+MPIIO_PROFILED(Test)
 
 int MPI_Waitall(int count, MPI_Request array_of_requests[],
                 MPI_Status array_of_statuses[]) {
   struct scan s;
   int n = scan(count, array_of_requests, &s);
   if (n <= 0)
-    return n == 0 ? PMPI_Waitall(count, array_of_requests, array_of_statuses)
+    return n == 0 ? MPIIO_NEXT(Waitall)(count, array_of_requests, array_of_statuses)
                   : no_memory();
   if (s.others == 0) {
     settle(&s);
@@ -492,43 +495,45 @@ int MPI_Waitall(int count, MPI_Request array_of_requests[],
      * while one of ours is pending, and changes nothing when false */
     int round = 0, flag = 0;
     for (drive(&s); s.pending > 0; drive(&s)) {
-      PMPI_Testall(count, array_of_requests, &flag, array_of_statuses);
+      MPIIO_NEXT(Testall)(count, array_of_requests, &flag, array_of_statuses);
       mpiio_pause(&round);
     }
   }
-  int rc = PMPI_Waitall(count, array_of_requests, array_of_statuses);
+  int rc = MPIIO_NEXT(Waitall)(count, array_of_requests, array_of_statuses);
   rc = finish_many(&s, count, NULL, array_of_statuses, rc);
   scan_free(&s);
   return rc;
 }
+MPIIO_PROFILED(Waitall)
 
 int MPI_Testall(int count, MPI_Request array_of_requests[], int *flag,
                 MPI_Status array_of_statuses[]) {
   struct scan s;
   int n = flag ? scan(count, array_of_requests, &s) : 0;
   if (n <= 0)
-    return n == 0 ? PMPI_Testall(count, array_of_requests, flag, array_of_statuses)
+    return n == 0 ? MPIIO_NEXT(Testall)(count, array_of_requests, flag, array_of_statuses)
                   : no_memory();
   drive(&s);
-  int rc = PMPI_Testall(count, array_of_requests, flag, array_of_statuses);
+  int rc = MPIIO_NEXT(Testall)(count, array_of_requests, flag, array_of_statuses);
   rc = *flag ? finish_many(&s, count, NULL, array_of_statuses, rc) : rc;
   scan_free(&s);
   return rc;
 }
+MPIIO_PROFILED(Testall)
 
 int MPI_Waitany(int count, MPI_Request array_of_requests[], int *index,
                 MPI_Status *status) {
   struct scan s;
   int n = index ? scan(count, array_of_requests, &s) : 0;
   if (n <= 0)
-    return n == 0 ? PMPI_Waitany(count, array_of_requests, index, status) : no_memory();
+    return n == 0 ? MPIIO_NEXT(Waitany)(count, array_of_requests, index, status) : no_memory();
   int rc, flag = 0, round = 0;
   for (drive(&s);; drive(&s)) {
     if (s.pending == 0) { /* what is left is MPI's to wait for */
-      rc = PMPI_Waitany(count, array_of_requests, index, status);
+      rc = MPIIO_NEXT(Waitany)(count, array_of_requests, index, status);
       break;
     }
-    rc = PMPI_Testany(count, array_of_requests, index, &flag, status);
+    rc = MPIIO_NEXT(Testany)(count, array_of_requests, index, &flag, status);
     if (rc != MPI_SUCCESS || flag)
       break;
     mpiio_pause(&round);
@@ -537,37 +542,39 @@ int MPI_Waitany(int count, MPI_Request array_of_requests[], int *index,
   scan_free(&s);
   return rc;
 }
+MPIIO_PROFILED(Waitany)
 
 int MPI_Testany(int count, MPI_Request array_of_requests[], int *index, int *flag,
                 MPI_Status *status) {
   struct scan s;
   int n = index && flag ? scan(count, array_of_requests, &s) : 0;
   if (n <= 0)
-    return n == 0 ? PMPI_Testany(count, array_of_requests, index, flag, status)
+    return n == 0 ? MPIIO_NEXT(Testany)(count, array_of_requests, index, flag, status)
                   : no_memory();
   drive(&s);
-  int rc = PMPI_Testany(count, array_of_requests, index, flag, status);
+  int rc = MPIIO_NEXT(Testany)(count, array_of_requests, index, flag, status);
   rc = *flag ? finish_one(&s, *index, status, rc) : rc;
   scan_free(&s);
   return rc;
 }
+MPIIO_PROFILED(Testany)
 
 int MPI_Waitsome(int incount, MPI_Request array_of_requests[], int *outcount,
                  int array_of_indices[], MPI_Status array_of_statuses[]) {
   struct scan s;
   int n = outcount ? scan(incount, array_of_requests, &s) : 0;
   if (n <= 0)
-    return n == 0 ? PMPI_Waitsome(incount, array_of_requests, outcount, array_of_indices,
+    return n == 0 ? MPIIO_NEXT(Waitsome)(incount, array_of_requests, outcount, array_of_indices,
                                   array_of_statuses)
                   : no_memory();
   int rc, round = 0;
   for (drive(&s);; drive(&s)) {
     if (s.pending == 0) {
-      rc = PMPI_Waitsome(incount, array_of_requests, outcount, array_of_indices,
+      rc = MPIIO_NEXT(Waitsome)(incount, array_of_requests, outcount, array_of_indices,
                          array_of_statuses);
       break;
     }
-    rc = PMPI_Testsome(incount, array_of_requests, outcount, array_of_indices,
+    rc = MPIIO_NEXT(Testsome)(incount, array_of_requests, outcount, array_of_indices,
                        array_of_statuses);
     if ((rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS) || *outcount != 0)
       break;
@@ -578,32 +585,34 @@ int MPI_Waitsome(int incount, MPI_Request array_of_requests[], int *outcount,
   scan_free(&s);
   return rc;
 }
+MPIIO_PROFILED(Waitsome)
 
 int MPI_Testsome(int incount, MPI_Request array_of_requests[], int *outcount,
                  int array_of_indices[], MPI_Status array_of_statuses[]) {
   struct scan s;
   int n = outcount ? scan(incount, array_of_requests, &s) : 0;
   if (n <= 0)
-    return n == 0 ? PMPI_Testsome(incount, array_of_requests, outcount, array_of_indices,
+    return n == 0 ? MPIIO_NEXT(Testsome)(incount, array_of_requests, outcount, array_of_indices,
                                   array_of_statuses)
                   : no_memory();
   drive(&s);
-  int rc = PMPI_Testsome(incount, array_of_requests, outcount, array_of_indices,
+  int rc = MPIIO_NEXT(Testsome)(incount, array_of_requests, outcount, array_of_indices,
                          array_of_statuses);
   if (*outcount != MPI_UNDEFINED && *outcount > 0)
     rc = finish_many(&s, *outcount, array_of_indices, array_of_statuses, rc);
   scan_free(&s);
   return rc;
 }
+MPIIO_PROFILED(Testsome)
 
 /* The request stays the program's: its outcome is returned and put in the
  * status, and the file's handler runs when a wait or test completes it. */
 int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status) {
   struct scan s;
   if (!flag || scan(1, &request, &s) <= 0)
-    return PMPI_Request_get_status(request, flag, status);
+    return MPIIO_NEXT(Request_get_status)(request, flag, status);
   drive(&s);
-  int rc = PMPI_Request_get_status(request, flag, status);
+  int rc = MPIIO_NEXT(Request_get_status)(request, flag, status);
   if (rc == MPI_SUCCESS && *flag && s.m[0].code != MPI_SUCCESS) {
     rc = s.m[0].code;
     if (status != MPI_STATUS_IGNORE)
@@ -612,6 +621,7 @@ int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status) {
   scan_free(&s);
   return rc;
 }
+MPIIO_PROFILED(Request_get_status)
 
 /* MPI lets the program free an active request: the operation goes on,
  * and its outcome is nobody's.  Freed requests are reaped by the calls
@@ -625,8 +635,9 @@ int MPI_Request_free(MPI_Request *request) {
       q->freed = 1;
     pthread_mutex_unlock(&lock);
   }
-  int rc = PMPI_Request_free(request);
+  int rc = MPIIO_NEXT(Request_free)(request);
   if (q)
     reap_freed();
   return rc;
 }
+MPIIO_PROFILED(Request_free)

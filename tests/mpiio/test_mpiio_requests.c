@@ -376,7 +376,7 @@ static void open_meanwhile(int *buf, const char *other) {
   MPI_File_close(&f2);
   MPI_Barrier(MPI_COMM_WORLD);
   if (rank == 0)
-    PMPI_File_delete(other, MPI_INFO_NULL);
+    MPI_OWN(File_delete)(other, MPI_INFO_NULL);
 }
 
 static int handler_calls, handler_class;
@@ -541,7 +541,7 @@ int main(int argc, char **argv) {
   free(back);
   MPI_Barrier(MPI_COMM_WORLD);
   if (rank == 0)
-    PMPI_File_delete(path, MPI_INFO_NULL);
+    MPI_OWN(File_delete)(path, MPI_INFO_NULL);
   int status = test_summary_mpi(MPI_COMM_WORLD);
   MPI_Finalize();
   return status;
