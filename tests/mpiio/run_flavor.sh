@@ -3,7 +3,8 @@
 # launcher says which MPI library runs (src/mpiio/aggio-run.in): a program
 # that links no MPI library starts as it is, without aggio; an interpreter
 # (which may load MPI itself, as mpi4py does) is refused with the way out;
-# AGGIO_MPI_FLAVOR picks the build.
+# AGGIO_MPI_FLAVOR picks the build; a tool already in LD_PRELOAD stays
+# in front of aggio.
 # Args: the source of aggio-run (aggio-run.in).
 set -u
 tmp=$(mktemp -d)
@@ -38,6 +39,12 @@ fi
 out=$($clean AGGIO_MPI_FLAVOR=mpich "$tmp/aggio-run" sh -c 'echo "$LD_PRELOAD"' 2>/dev/null)
 [ "$out" = "$tmp/lib/mpich/libaggio-mpiio.so" ] \
   || { echo "FAIL: AGGIO_MPI_FLAVOR=mpich preloaded '$out'"; fail=1; }
+
+# a tool already preloaded (Darshan, as centres set it) stays in front
+out=$($clean LD_PRELOAD=/opt/tool/libtool.so AGGIO_MPI_FLAVOR=mpich "$tmp/aggio-run" \
+  sh -c 'echo "$LD_PRELOAD"' 2>/dev/null)
+[ "$out" = "/opt/tool/libtool.so:$tmp/lib/mpich/libaggio-mpiio.so" ] \
+  || { echo "FAIL: with a tool preloaded, LD_PRELOAD was '$out'"; fail=1; }
 
 [ $fail = 0 ] && echo "aggio-run flavors: ok"
 exit $fail
