@@ -36,16 +36,25 @@ static MPI_Info info1(const char *k, const char *v) {
   return i;
 }
 
+/* Rank 0 writes a hints file; every rank returns once it is there. */
+static void write_hints_file(const char *hints_file, int rank, const char *text) {
+  if (rank == 0) {
+    FILE *f = fopen(hints_file, "w");
+    CHECK(f != NULL, "cannot write %s", hints_file);
+    if (f) {
+      fputs(text, f);
+      fclose(f);
+    }
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
 /* defaults < AGGIO_HINTS_FILE < MPI_Info < AGGIO_HINTS */
 static void test_precedence(const char *path, int rank) {
   char hints_file[600], v[MPI_MAX_INFO_VAL + 1];
   snprintf(hints_file, sizeof hints_file, "%s.hints", path);
-  if (rank == 0) {
-    FILE *f = fopen(hints_file, "w");
-    fprintf(f, "# test hints\ncb_buffer_size 65536\nromio_ds_write disable\ncb_nodes 1\n");
-    fclose(f);
-  }
-  MPI_Barrier(MPI_COMM_WORLD);
+  write_hints_file(hints_file, rank,
+                   "# test hints\ncb_buffer_size 65536\nromio_ds_write disable\ncb_nodes 1\n");
   setenv("AGGIO_HINTS_FILE", hints_file, 1);
   setenv("AGGIO_HINTS", "*.nomatch:cb_nodes=7,*info*:romio_ds_write=enable", 1);
   MPI_Info info = info1("cb_buffer_size", "128k");
@@ -98,14 +107,10 @@ static int write_read_back(aggio_file fh, int rank) {
 static void test_romio_hints_file(const char *path, int rank) {
   char hints_file[600], v[MPI_MAX_INFO_VAL + 1];
   snprintf(hints_file, sizeof hints_file, "%s.romio-hints", path);
-  if (rank == 0) {
-    FILE *f = fopen(hints_file, "w");
-    fprintf(f, "romio_cb_read enable\n# a key twice: the first line counts\n"
-               "ind_rd_buffer_size 49\nind_rd_buffer_size 60\nromio_no_indep_rw true\n"
-               "cb_buffer_size 65536\n");
-    fclose(f);
-  }
-  MPI_Barrier(MPI_COMM_WORLD);
+  write_hints_file(hints_file, rank,
+                   "romio_cb_read enable\n# a key twice: the first line counts\n"
+                   "ind_rd_buffer_size 49\nind_rd_buffer_size 60\nromio_no_indep_rw true\n"
+                   "cb_buffer_size 65536\n");
   setenv("ROMIO_HINTS", hints_file, 1);
   MPI_Info info = info1("romio_cb_read", "disable");
   MPI_Info_set(info, "cb_buffer_size", "128k");
