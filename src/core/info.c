@@ -17,6 +17,7 @@
 struct apply_ctx {
   struct aggio__hints *h;
   enum aggio__hint_source source;
+  int first_wins; /* a key this source already set keeps its first value */
 };
 
 /* 1 when msg is already one of the "; "-separated warnings in list. */
@@ -48,10 +49,18 @@ static void warn(struct aggio__hints *h, const char *fmt, const char *a, const c
   snprintf(h->warnings + n, sizeof h->warnings - n, "%s", msg);
 }
 
+/* 1 when the source being applied has already set key. */
+static int set_here(const struct apply_ctx *c, const char *key) {
+  const struct aggio__hint_value *v = aggio__hint_slot(c->h, aggio__hint_find(key));
+  return v && v->set == (int)c->source;
+}
+
 /* Malformed values keep the previous value, with a warning. */
 static void apply_one(void *vctx, const char *key, const char *value) {
   struct apply_ctx *c = vctx;
   char msg[512];
+  if (c->first_wins && set_here(c, key))
+    return;
   if (aggio__hints_set(c->h, key, value, c->source, msg, sizeof msg) < 0)
     warn(c->h, "%s%s", msg, "");
 }
@@ -171,27 +180,38 @@ static void apply_env(struct apply_ctx *c, const char *path) {
   }
 }
 
+/* The two hints files, above the defaults and below the program's info.
+ * ROMIO reads its file below the program's MPI_Info (its
+ * ADIOI_incorporate_system_hints adds only the keys the info lacks) and
+ * keeps a key's first line (file_to_info_all skips keys already read):
+ * MPICH's syshints test relies on both.  AGGIO_HINTS_FILE, aggio's own,
+ * keeps the last, as AGGIO_HINTS does. */
+static void apply_files(struct aggio__hints *h) {
+  struct apply_ctx c = {h, AGGIO_HS_ROMIO_FILE, 1};
+  const char *romio = getenv("ROMIO_HINTS");
+  if (romio && *romio)
+    apply_file(&c, "ROMIO_HINTS", romio);
+  c = (struct apply_ctx){h, AGGIO_HS_FILE, 0};
+  const char *file = getenv("AGGIO_HINTS_FILE");
+  if (file && *file)
+    apply_file(&c, "AGGIO_HINTS_FILE", file);
+}
+
 void aggio__hints_gather(struct aggio__hints *h, MPI_Info info, const char *path,
                          int rank, int with_defaults) {
   (void)rank;
   path = aggio__file_name_unprefixed(path); /* patterns match the path itself */
-  struct apply_ctx c = {h, AGGIO_HS_ROMIO_FILE};
   if (with_defaults) {
     aggio__hints_defaults(h);
-    const char *romio = getenv("ROMIO_HINTS");
-    if (romio && *romio)
-      apply_file(&c, "ROMIO_HINTS", romio);
-    c.source = AGGIO_HS_FILE;
-    const char *file = getenv("AGGIO_HINTS_FILE");
-    if (file && *file)
-      apply_file(&c, "AGGIO_HINTS_FILE", file);
+    apply_files(h);
   }
-  c.source = AGGIO_HS_INFO;
+  struct apply_ctx c = {h, AGGIO_HS_INFO, 0};
   apply_info(&c, info);
   c.source = AGGIO_HS_CRAY;
   apply_cray(&c, path);
   c.source = AGGIO_HS_ENV;
   apply_env(&c, path);
+  aggio__hints_romio_rules(h);
 #ifdef AGGIO_SIMGRID
   aggio__hints_simulated(h);
 #endif

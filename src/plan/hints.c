@@ -2,8 +2,10 @@
  * hints.c - the hint table generated from AGGIO_HINT_LIST, value parsing
  * (one small parser per kind, each producing a number and a canonical text),
  * and the two string formats hints arrive in besides MPI_Info: AGGIO_HINTS
- * (Cray MPICH_MPIIO_HINTS syntax) and hints files (ROMIO_HINTS syntax).
- * Pure C: no MPI, no printing; errors come back as text for the caller.
+ * (Cray MPICH_MPIIO_HINTS syntax) and hints files (ROMIO_HINTS syntax);
+ * and the values replaced once every source is applied (ROMIO's rule
+ * between hints, the SimGrid build's).  Pure C: no MPI, no printing;
+ * errors come back as text for the caller.
  */
 #if !defined(_GNU_SOURCE) && !defined(_POSIX_C_SOURCE)
 #define _POSIX_C_SOURCE 200809L /* fnmatch */
@@ -349,7 +351,7 @@ int aggio__hints_set(struct aggio__hints *h, const char *key, const char *value,
   return 0;
 }
 
-/* ---- the simulated build ----------------------------------------------------- */
+/* ---- values replaced after every source --------------------------------------- */
 
 /* Sets v to (num, text); a value the user chose otherwise stays visible
  * as ignored, with why. */
@@ -364,6 +366,23 @@ static void force(struct aggio__hint_value *v, int64_t num, const char *text,
   if (asked_otherwise)
     snprintf(v->ignored, sizeof v->ignored, "asked %.100s; %s", was, why);
 }
+
+/* ROMIO's ADIOI_GEN_SetInfo (adio/common/ad_hints.c) reads
+ * romio_no_indep_rw after romio_cb_read and, when it is true, sets
+ * romio_cb_read to enable, whichever source gave either: only aggregators
+ * open the file, so reads must go through them.  aggio's auto rule reads
+ * that way already (aggio__auto_decide); this makes get_info say so, as
+ * ROMIO's does (MPICH's syshints test reads enable back).  romio_cb_write
+ * stays as asked: with romio_no_indep_rw=true, disable selects node-local
+ * writing, Cray's local aggregation (aggio__select_write_path). */
+void aggio__hints_romio_rules(struct aggio__hints *h) {
+  if (h->no_indep_rw.num && h->cb_read.num == AGGIO_DISABLE)
+    force(&h->cb_read, AGGIO_ENABLE, "enable",
+          "romio_no_indep_rw=true: only aggregators have the file open, so collective "
+          "reads go through them, as in ROMIO");
+}
+
+/* ---- the simulated build ----------------------------------------------------- */
 
 void aggio__hints_simulated(struct aggio__hints *h) {
   static const char threads[] = "the SimGrid build runs no I/O threads";

@@ -10,7 +10,9 @@
  * AGGIO_HINTS (and the AGGIO_* switches).  The environment overrides the
  * program so that a user can change hints without recompiling, as Cray's
  * MPICH_MPIIO_HINTS does; aggio's own variables win over the Cray ones
- * because they are the more specific request (docs/hints.md).
+ * because they are the more specific request (docs/hints.md).  The
+ * ROMIO_HINTS file sits below MPI_Info, as ROMIO puts it; then ROMIO's rule
+ * between hints is applied (aggio__hints_romio_rules).
  */
 #ifndef AGGIO_HINTS_H
 #define AGGIO_HINTS_H
@@ -61,6 +63,10 @@ enum aggio__tristate { AGGIO_DISABLE = 0, AGGIO_ENABLE = 1, AGGIO_AUTOMATIC = 2 
     "read-modify-write (data sieving) over holes in writes")                                 \
   X(ds_read, "romio_ds_read", AGGIO_HK_TRISTATE, "automatic", 1,                             \
     "read whole ranges over holes (data sieving) in reads")                                  \
+  X(ind_rd_buffer_size, "ind_rd_buffer_size", AGGIO_HK_SIZE, "4194304", 1,                 \
+    "ROMIO's data-sieving buffer for independent reads: kept and reported, aggio has none")  \
+  X(ind_wr_buffer_size, "ind_wr_buffer_size", AGGIO_HK_SIZE, "524288", 1,                  \
+    "ROMIO's data-sieving buffer for independent writes: kept and reported, aggio has none") \
   X(strategy, "aggio_strategy", AGGIO_HK_STRATEGY, "auto", 1,                                \
     "aggregation strategy: auto, or a strategy's name (docs/strategies.md)")                 \
   X(write_behind, "aggio_write_behind", AGGIO_HK_TRISTATE, "automatic", 1,                   \
@@ -183,6 +189,12 @@ int aggio__hint_parse_value(enum aggio__hint_kind kind, const char *value,
  * value is malformed: the hint keeps its previous value and `warn` says why. */
 int aggio__hints_set(struct aggio__hints *h, const char *key, const char *value,
                      enum aggio__hint_source source, char *warn, size_t warnlen);
+
+/* ROMIO's rule between hints, applied after every source: romio_no_indep_rw
+ * true makes romio_cb_read enable (what was asked stays in .ignored), as
+ * ROMIO's ADIOI_GEN_SetInfo does; romio_cb_write is left alone, since with
+ * romio_no_indep_rw it names node-local writing (docs/hints.md). */
+void aggio__hints_romio_rules(struct aggio__hints *h);
 
 /* The hints as the SimGrid build (AGGIO_SIMGRID, SIMULATION.md) applies
  * them after every source: SMPI simulates MPI calls, not an application's

@@ -1,5 +1,6 @@
 /*
  * test_info.c - hints through their three sources and their precedence,
+ * a ROMIO_HINTS file read as ROMIO reads it (MPICH's syshints test),
  * hints changed after open (set_info, set_view), hints the file system
  * cannot honour (numbers in effect, reasons under aggio_hints_ignored),
  * cb_nodes as the aggregators in use, a collective whose ranks pass
@@ -35,16 +36,25 @@ static MPI_Info info1(const char *k, const char *v) {
   return i;
 }
 
+/* Rank 0 writes a hints file; every rank returns once it is there. */
+static void write_hints_file(const char *hints_file, int rank, const char *text) {
+  if (rank == 0) {
+    FILE *f = fopen(hints_file, "w");
+    CHECK(f != NULL, "cannot write %s", hints_file);
+    if (f) {
+      fputs(text, f);
+      fclose(f);
+    }
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
 /* defaults < AGGIO_HINTS_FILE < MPI_Info < AGGIO_HINTS */
 static void test_precedence(const char *path, int rank) {
   char hints_file[600], v[MPI_MAX_INFO_VAL + 1];
   snprintf(hints_file, sizeof hints_file, "%s.hints", path);
-  if (rank == 0) {
-    FILE *f = fopen(hints_file, "w");
-    fprintf(f, "# test hints\ncb_buffer_size 65536\nromio_ds_write disable\ncb_nodes 1\n");
-    fclose(f);
-  }
-  MPI_Barrier(MPI_COMM_WORLD);
+  write_hints_file(hints_file, rank,
+                   "# test hints\ncb_buffer_size 65536\nromio_ds_write disable\ncb_nodes 1\n");
   setenv("AGGIO_HINTS_FILE", hints_file, 1);
   setenv("AGGIO_HINTS", "*.nomatch:cb_nodes=7,*info*:romio_ds_write=enable", 1);
   MPI_Info info = info1("cb_buffer_size", "128k");
@@ -64,6 +74,69 @@ static void test_precedence(const char *path, int rank) {
   }
   unsetenv("AGGIO_HINTS_FILE");
   unsetenv("AGGIO_HINTS");
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0)
+    unlink(hints_file);
+}
+
+/* Collective write then read of a known pattern (4096 bytes a rank);
+ * returns the number of bytes read back wrong on this rank. */
+static int write_read_back(aggio_file fh, int rank) {
+  enum { N = 4096 };
+  char out[N], in[N];
+  for (int i = 0; i < N; i++)
+    out[i] = (char)('A' + (rank * 7 + i) % 26);
+  MPI_Offset off = (MPI_Offset)rank * N;
+  int rc = aggio_file_write_at_all(fh, off, out, N, MPI_BYTE, MPI_STATUS_IGNORE);
+  CHECK(rc == AGGIO_SUCCESS, "write_at_all: %s", aggio_error_message());
+  memset(in, 0, N);
+  rc = aggio_file_read_at_all(fh, off, in, N, MPI_BYTE, MPI_STATUS_IGNORE);
+  CHECK(rc == AGGIO_SUCCESS, "read_at_all: %s", aggio_error_message());
+  int bad = 0;
+  for (int i = 0; i < N; i++)
+    bad += in[i] != out[i];
+  return bad;
+}
+
+/* MPICH's syshints test through aggio: a ROMIO_HINTS file as its
+ * test_hintfile (a key given twice: ROMIO keeps the first line), under the
+ * program's MPI_Info, which wins for every key it sets, as in ROMIO;
+ * romio_no_indep_rw=true from the file turns the program's
+ * romio_cb_read=disable into enable (ROMIO's rule); ind_rd_buffer_size and
+ * ind_wr_buffer_size reported. */
+static void test_romio_hints_file(const char *path, int rank) {
+  char hints_file[600], v[MPI_MAX_INFO_VAL + 1];
+  snprintf(hints_file, sizeof hints_file, "%s.romio-hints", path);
+  write_hints_file(hints_file, rank,
+                   "romio_cb_read enable\n# a key twice: the first line counts\n"
+                   "ind_rd_buffer_size 49\nind_rd_buffer_size 60\nromio_no_indep_rw true\n"
+                   "cb_buffer_size 65536\n");
+  setenv("ROMIO_HINTS", hints_file, 1);
+  MPI_Info info = info1("romio_cb_read", "disable");
+  MPI_Info_set(info, "cb_buffer_size", "128k");
+  aggio_file fh;
+  int rc = aggio_file_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, info, &fh);
+  MPI_Info_free(&info);
+  unsetenv("ROMIO_HINTS");
+  CHECK(rc == AGGIO_SUCCESS, "open: %s", aggio_error_message());
+  if (rc == AGGIO_SUCCESS) {
+    static const char *const want[][2] = {
+        {"romio_cb_read", "enable"},         {"romio_no_indep_rw", "true"},
+        {"ind_rd_buffer_size", "49"},        {"ind_wr_buffer_size", "524288"},
+        {"cb_buffer_size", "131072"}};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+      info_value(fh, want[i][0], v, sizeof v);
+      CHECK(strcmp(v, want[i][1]) == 0, "%s: %s, want %s", want[i][0], v, want[i][1]);
+    }
+    info_value(fh, "aggio_hints_ignored", v, sizeof v);
+    CHECK(strstr(v, "romio_cb_read=enable: asked disable") != NULL, "why enable: %s", v);
+    info_value(fh, "aggio_hints_from_ROMIO_HINTS", v, sizeof v);
+    CHECK(strstr(v, "ind_rd_buffer_size") && strstr(v, "romio_no_indep_rw") &&
+              !strstr(v, "cb_buffer_size") && !strstr(v, "romio_cb_read"),
+          "keys from ROMIO_HINTS: %s", v);
+    CHECK(write_read_back(fh, rank) == 0, "bytes read back differ");
+    aggio_file_close(&fh);
+  }
   MPI_Barrier(MPI_COMM_WORLD);
   if (rank == 0)
     unlink(hints_file);
@@ -284,6 +357,7 @@ int main(int argc, char **argv) {
   char path[512];
   snprintf(path, sizeof path, "%s/test_info_np%d.dat", test_dir(), nprocs);
   test_precedence(path, rank);
+  test_romio_hints_file(path, rank);
   test_after_open(path, rank, nprocs);
   test_ignored(path);
   test_cb_nodes(path, rank, nprocs);

@@ -426,6 +426,54 @@ static void test_simulated(void) {
         "node_local: %s (%s)", h.strategy.str, h.strategy.ignored);
 }
 
+/* ROMIO's data-sieving buffer sizes: known keys, ROMIO's defaults, values
+ * kept as set (aggio has no such buffer but reports them, as ROMIO does). */
+static void test_romio_buffer_keys(void) {
+  struct aggio__hints h;
+  aggio__hints_defaults(&h);
+  const struct aggio__hint_desc *rd = aggio__hint_find("ind_rd_buffer_size");
+  const struct aggio__hint_desc *wr = aggio__hint_find("ind_wr_buffer_size");
+  CHECK(rd && wr && rd->must_match && wr->must_match, "both are hints, same on all ranks");
+  CHECK(h.ind_rd_buffer_size.num == 4194304 && h.ind_wr_buffer_size.num == 524288,
+        "ROMIO's defaults: %s, %s", h.ind_rd_buffer_size.str, h.ind_wr_buffer_size.str);
+  CHECK(aggio__hints_set(&h, "ind_rd_buffer_size", "49", AGGIO_HS_ROMIO_FILE, NULL, 0) == 0 &&
+            rd && strcmp(aggio__hint_effective(rd, &h.ind_rd_buffer_size), "49") == 0,
+        "49 reported as 49: %s", h.ind_rd_buffer_size.str);
+  CHECK(aggio__hints_set(&h, "ind_wr_buffer_size", "1m", AGGIO_HS_INFO, NULL, 0) == 0 &&
+            h.ind_wr_buffer_size.num == 1048576,
+        "sizes take suffixes: %s", h.ind_wr_buffer_size.str);
+}
+
+/* ROMIO's rule: romio_no_indep_rw=true makes romio_cb_read enable, what
+ * was asked kept as ignored; romio_cb_write=disable stays (node-local). */
+static void test_romio_rules(void) {
+  struct aggio__hints h;
+  aggio__hints_defaults(&h);
+  aggio__hints_set(&h, "romio_cb_read", "disable", AGGIO_HS_INFO, NULL, 0);
+  aggio__hints_set(&h, "romio_cb_write", "disable", AGGIO_HS_INFO, NULL, 0);
+  aggio__hints_romio_rules(&h);
+  CHECK(h.cb_read.num == AGGIO_DISABLE && h.cb_read.ignored[0] == '\0',
+        "without romio_no_indep_rw, disable stays: %s", h.cb_read.str);
+  aggio__hints_set(&h, "romio_no_indep_rw", "true", AGGIO_HS_ROMIO_FILE, NULL, 0);
+  aggio__hints_romio_rules(&h);
+  CHECK(h.cb_read.num == AGGIO_ENABLE && strcmp(h.cb_read.str, "enable") == 0,
+        "romio_no_indep_rw=true: cb_read %s", h.cb_read.str);
+  CHECK(strstr(h.cb_read.ignored, "asked disable") &&
+            strstr(h.cb_read.ignored, "romio_no_indep_rw=true"),
+        "why: %s", h.cb_read.ignored);
+  CHECK(h.cb_read.set == AGGIO_HS_INFO, "the source stays MPI_Info");
+  CHECK(h.cb_write.num == AGGIO_DISABLE && h.cb_write.ignored[0] == '\0',
+        "cb_write=disable stays (node-local): %s", h.cb_write.str);
+  aggio__hints_romio_rules(&h);
+  CHECK(h.cb_read.num == AGGIO_ENABLE && strstr(h.cb_read.ignored, "asked disable"),
+        "applied again (set_info): unchanged, %s", h.cb_read.ignored);
+  aggio__hints_defaults(&h);
+  aggio__hints_set(&h, "romio_no_indep_rw", "true", AGGIO_HS_INFO, NULL, 0);
+  aggio__hints_romio_rules(&h);
+  CHECK(h.cb_read.num == AGGIO_AUTOMATIC && h.cb_read.ignored[0] == '\0',
+        "automatic is left to the auto rule: %s", h.cb_read.str);
+}
+
 /* ---- AGGIO_HINTS ------------------------------------------------------------ */
 
 static int env(const char *spec, const char *path, struct pairs *p, char *err, size_t errlen) {
@@ -673,6 +721,8 @@ int main(void) {
   test_set_clears_ignored();
   test_effective();
   test_simulated();
+  test_romio_buffer_keys();
+  test_romio_rules();
   test_env_basic();
   test_env_patterns();
   test_env_quoting();
