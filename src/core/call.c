@@ -116,6 +116,17 @@ static int external32_pack(struct call *c, struct aggio__access *acc, struct agg
   return 0;
 }
 
+/* A read converts at its end, with a copy of the memory type that the call
+ * holds (own_type): the caller's handle may be freed by then. */
+static int external32_hold_type(struct call *c, struct aggio__err *e) {
+  if (c->is_write)
+    return 0;
+  if (MPI_Type_dup(c->type, &c->own_type) != MPI_SUCCESS)
+    return aggio__fail(e, AGGIO_ERR_MPI, "rank %d: MPI_Type_dup failed", c->fh->rank);
+  c->own_type_held = 1;
+  return 0;
+}
+
 /* Converts what a read brought back, whole elements of the memory type
  * only: one cut by the end of file stays as it was in memory. */
 static void external32_unpack(struct call *c, struct aggio__access *acc, int64_t done) {
@@ -123,7 +134,7 @@ static void external32_unpack(struct call *c, struct aggio__access *acc, int64_t
   MPI_Aint pos = 0;
   if (whole > 0)
     MPI_Unpack_external("external32", acc->stream, (MPI_Aint)(whole * size), &pos, c->buf,
-                        (int)whole, c->type);
+                        (int)whole, c->own_type);
 }
 
 
@@ -166,7 +177,8 @@ static int prepare(struct call *c, struct aggio__access *acc, struct aggio__err 
   if (rc != 0)
     return aggio__fail(e, rc, "rank %d: mapping the view: %s", fh->rank, aggio_strerror(rc));
   c->external32 = fh->view.datarep == AGGIO_DATAREP_EXTERNAL32;
-  if (c->external32 && external32_fits(c, acc->nbytes, e) != 0)
+  if (c->external32 && (external32_fits(c, acc->nbytes, e) != 0 ||
+                        external32_hold_type(c, e) != 0))
     return e->code;
   if (!c->external32 && aggio__flat_is_contiguous(c->mem, c->count)) {
     acc->stream = (char *)c->buf + (c->mem->n ? c->mem->off[0] : 0);
@@ -225,6 +237,9 @@ static void finish_call(struct call *c, struct aggio__op *op) {
   if (c->mem)
     aggio__flat_release(c->mem);
   c->mem = NULL;
+  if (c->own_type_held)
+    MPI_Type_free(&c->own_type);
+  c->own_type_held = 0;
 }
 
 void aggio__call_begin(struct call *c, struct aggio__op *op, int blocking) {

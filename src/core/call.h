@@ -33,6 +33,11 @@ struct call {
   int packed;              /* acc.stream is our copy */
   int external32;          /* the view's data representation was external32
                             * when the call began: the copy is converted */
+  int own_type_held;       /* own_type is ours: an external32 read's copy of
+                            * type (MPI_Type_dup), for the conversion at its
+                            * end; MPI lets the caller free type as soon as
+                            * a non-blocking or split call has started */
+  MPI_Datatype own_type;
   int64_t type_size;       /* size of the memory type (for the trace) */
   double t0;               /* when the call began */
   int kind;                /* enum aggio__call_kind */

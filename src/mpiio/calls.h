@@ -1,6 +1,7 @@
 /*
  * calls.h - the MPI_File_* calls that forward one to one: the single list
- * from which forward.c defines them.
+ * from which forward.c defines them (and large_count.c the large-count
+ * twins of the data calls, next.c the table of the next definitions).
  *
  * X(name, parameters, arguments after the handle)
  * defines MPI_File_<name>(parameters): on an aggio file it calls
@@ -18,40 +19,53 @@
 #define MPIIO_DATA_IN const void *buf, int count, MPI_Datatype datatype
 #define MPIIO_DATA_OUT void *buf, int count, MPI_Datatype datatype
 
+/*
+ * The calls that take data have MPI 4.0 large-count twins, MPI_File_<name>_c,
+ * whose count is an MPI_Count (large_count.c).  So that both come from one
+ * list, the data lists are written once, with the handle and the (buffer,
+ * count, datatype) parameters as arguments: MPIIO_DATA_CALLS_OF(X, FH, IN,
+ * OUT) gives the parameters as FH, ..., IN or OUT, ...; the arguments are
+ * always the same names.
+ */
+#define MPIIO_DATA_CALLS(X) \
+  MPIIO_DATA_CALLS_OF(X, MPIIO_FH, MPIIO_DATA_IN, MPIIO_DATA_OUT)
+#define MPIIO_NONBLOCKING_CALLS(X) \
+  MPIIO_NONBLOCKING_CALLS_OF(X, MPIIO_FH, MPIIO_DATA_IN, MPIIO_DATA_OUT)
+
 /* The data calls (they take a count: a negative one is MPI_ERR_COUNT). */
-#define MPIIO_DATA_CALLS(X)                                                          \
-  X(write_at, (MPIIO_FH, MPI_Offset offset, MPIIO_DATA_IN, MPI_Status *status),     \
-    (offset, buf, count, datatype, status))                                          \
-  X(read_at, (MPIIO_FH, MPI_Offset offset, MPIIO_DATA_OUT, MPI_Status *status),     \
-    (offset, buf, count, datatype, status))                                          \
-  X(write_at_all, (MPIIO_FH, MPI_Offset offset, MPIIO_DATA_IN, MPI_Status *status), \
-    (offset, buf, count, datatype, status))                                          \
-  X(read_at_all, (MPIIO_FH, MPI_Offset offset, MPIIO_DATA_OUT, MPI_Status *status), \
-    (offset, buf, count, datatype, status))                                          \
-  X(write, (MPIIO_FH, MPIIO_DATA_IN, MPI_Status *status),                           \
-    (buf, count, datatype, status))                                                  \
-  X(read, (MPIIO_FH, MPIIO_DATA_OUT, MPI_Status *status),                           \
-    (buf, count, datatype, status))                                                  \
-  X(write_all, (MPIIO_FH, MPIIO_DATA_IN, MPI_Status *status),                       \
-    (buf, count, datatype, status))                                                  \
-  X(read_all, (MPIIO_FH, MPIIO_DATA_OUT, MPI_Status *status),                       \
-    (buf, count, datatype, status))                                                  \
-  X(write_shared, (MPIIO_FH, MPIIO_DATA_IN, MPI_Status *status),                    \
-    (buf, count, datatype, status))                                                  \
-  X(read_shared, (MPIIO_FH, MPIIO_DATA_OUT, MPI_Status *status),                    \
-    (buf, count, datatype, status))                                                  \
-  X(write_ordered, (MPIIO_FH, MPIIO_DATA_IN, MPI_Status *status),                   \
-    (buf, count, datatype, status))                                                  \
-  X(read_ordered, (MPIIO_FH, MPIIO_DATA_OUT, MPI_Status *status),                   \
-    (buf, count, datatype, status))                                                  \
-  X(write_at_all_begin, (MPIIO_FH, MPI_Offset offset, MPIIO_DATA_IN),                \
-    (offset, buf, count, datatype))                                                  \
-  X(read_at_all_begin, (MPIIO_FH, MPI_Offset offset, MPIIO_DATA_OUT),                \
-    (offset, buf, count, datatype))                                                  \
-  X(write_all_begin, (MPIIO_FH, MPIIO_DATA_IN), (buf, count, datatype))              \
-  X(read_all_begin, (MPIIO_FH, MPIIO_DATA_OUT), (buf, count, datatype))              \
-  X(write_ordered_begin, (MPIIO_FH, MPIIO_DATA_IN), (buf, count, datatype))          \
-  X(read_ordered_begin, (MPIIO_FH, MPIIO_DATA_OUT), (buf, count, datatype))
+#define MPIIO_DATA_CALLS_OF(X, FH, IN, OUT)                                    \
+  X(write_at, (FH, MPI_Offset offset, IN, MPI_Status *status),                 \
+    (offset, buf, count, datatype, status))                                    \
+  X(read_at, (FH, MPI_Offset offset, OUT, MPI_Status *status),                 \
+    (offset, buf, count, datatype, status))                                    \
+  X(write_at_all, (FH, MPI_Offset offset, IN, MPI_Status *status),             \
+    (offset, buf, count, datatype, status))                                    \
+  X(read_at_all, (FH, MPI_Offset offset, OUT, MPI_Status *status),             \
+    (offset, buf, count, datatype, status))                                    \
+  X(write, (FH, IN, MPI_Status *status),                                       \
+    (buf, count, datatype, status))                                            \
+  X(read, (FH, OUT, MPI_Status *status),                                       \
+    (buf, count, datatype, status))                                            \
+  X(write_all, (FH, IN, MPI_Status *status),                                   \
+    (buf, count, datatype, status))                                            \
+  X(read_all, (FH, OUT, MPI_Status *status),                                   \
+    (buf, count, datatype, status))                                            \
+  X(write_shared, (FH, IN, MPI_Status *status),                                \
+    (buf, count, datatype, status))                                            \
+  X(read_shared, (FH, OUT, MPI_Status *status),                                \
+    (buf, count, datatype, status))                                            \
+  X(write_ordered, (FH, IN, MPI_Status *status),                               \
+    (buf, count, datatype, status))                                            \
+  X(read_ordered, (FH, OUT, MPI_Status *status),                               \
+    (buf, count, datatype, status))                                            \
+  X(write_at_all_begin, (FH, MPI_Offset offset, IN),                           \
+    (offset, buf, count, datatype))                                            \
+  X(read_at_all_begin, (FH, MPI_Offset offset, OUT),                           \
+    (offset, buf, count, datatype))                                            \
+  X(write_all_begin, (FH, IN), (buf, count, datatype))                         \
+  X(read_all_begin, (FH, OUT), (buf, count, datatype))                         \
+  X(write_ordered_begin, (FH, IN), (buf, count, datatype))                     \
+  X(read_ordered_begin, (FH, OUT), (buf, count, datatype))
 
 /* The others. */
 #define MPIIO_FORWARD_CALLS(X)                                                         \
@@ -88,24 +102,24 @@
  * generalized request that completes with the operation (requests.c); the
  * individual and shared pointers move when the call starts, as MPI says.
  */
-#define MPIIO_NONBLOCKING_CALLS(X)                                                      \
-  X(iwrite_at, (MPIIO_FH, MPI_Offset offset, MPIIO_DATA_IN, MPI_Request *request),     \
-    (offset, buf, count, datatype))                                                     \
-  X(iread_at, (MPIIO_FH, MPI_Offset offset, MPIIO_DATA_OUT, MPI_Request *request),     \
-    (offset, buf, count, datatype))                                                     \
-  X(iwrite_at_all, (MPIIO_FH, MPI_Offset offset, MPIIO_DATA_IN, MPI_Request *request), \
-    (offset, buf, count, datatype))                                                     \
-  X(iread_at_all, (MPIIO_FH, MPI_Offset offset, MPIIO_DATA_OUT, MPI_Request *request), \
-    (offset, buf, count, datatype))                                                     \
-  X(iwrite, (MPIIO_FH, MPIIO_DATA_IN, MPI_Request *request), (buf, count, datatype))   \
-  X(iread, (MPIIO_FH, MPIIO_DATA_OUT, MPI_Request *request), (buf, count, datatype))   \
-  X(iwrite_all, (MPIIO_FH, MPIIO_DATA_IN, MPI_Request *request),                       \
-    (buf, count, datatype))                                                             \
-  X(iread_all, (MPIIO_FH, MPIIO_DATA_OUT, MPI_Request *request),                       \
-    (buf, count, datatype))                                                             \
-  X(iwrite_shared, (MPIIO_FH, MPIIO_DATA_IN, MPI_Request *request),                    \
-    (buf, count, datatype))                                                             \
-  X(iread_shared, (MPIIO_FH, MPIIO_DATA_OUT, MPI_Request *request),                    \
+#define MPIIO_NONBLOCKING_CALLS_OF(X, FH, IN, OUT)                             \
+  X(iwrite_at, (FH, MPI_Offset offset, IN, MPI_Request *request),              \
+    (offset, buf, count, datatype))                                            \
+  X(iread_at, (FH, MPI_Offset offset, OUT, MPI_Request *request),              \
+    (offset, buf, count, datatype))                                            \
+  X(iwrite_at_all, (FH, MPI_Offset offset, IN, MPI_Request *request),          \
+    (offset, buf, count, datatype))                                            \
+  X(iread_at_all, (FH, MPI_Offset offset, OUT, MPI_Request *request),          \
+    (offset, buf, count, datatype))                                            \
+  X(iwrite, (FH, IN, MPI_Request *request), (buf, count, datatype))            \
+  X(iread, (FH, OUT, MPI_Request *request), (buf, count, datatype))            \
+  X(iwrite_all, (FH, IN, MPI_Request *request),                                \
+    (buf, count, datatype))                                                    \
+  X(iread_all, (FH, OUT, MPI_Request *request),                                \
+    (buf, count, datatype))                                                    \
+  X(iwrite_shared, (FH, IN, MPI_Request *request),                             \
+    (buf, count, datatype))                                                    \
+  X(iread_shared, (FH, OUT, MPI_Request *request),                             \
     (buf, count, datatype))
 
 /* clang-format on */

@@ -19,6 +19,7 @@
  * MPI_ERRORS_ARE_FATAL (or MPI_ERRORS_ABORT) the program asked for the
  * message and the abort.
  */
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -179,10 +180,33 @@ int mpiio_error_code(int aggio_code, int amode) {
   return mpiio_error_with_message(cls, msg);
 }
 
-int mpiio_data_error(int aggio_code, int amode, int count) {
+/* A count above INT_MAX reaches libaggio's int API as a derived datatype
+ * and count 1 (large_count.c), so it comes here only when no datatype
+ * could describe it: libaggio was then given a negative count, for every
+ * rank of a collective call to fail with it rather than wait. */
+int mpiio_data_error(int aggio_code, int amode, MPI_Count count) {
   if (aggio_code == AGGIO_ERR_ARG && count < 0)
     return mpiio_error_with_message(MPI_ERR_COUNT, "aggio: negative count");
+  if (aggio_code == AGGIO_ERR_ARG && count > INT_MAX) {
+    char msg[MPIIO_MSG_LEN];
+    snprintf(msg, sizeof msg,
+             "aggio: count %lld: no derived datatype describes that many elements "
+             "of this datatype",
+             (long long)count);
+    return mpiio_error_with_message(MPI_ERR_COUNT, msg);
+  }
   return mpiio_error_code(aggio_code, amode);
+}
+
+int mpiio_finish_data(struct mpiio_file *f, int aggio_rc, MPI_Count count) {
+  return aggio_rc == AGGIO_SUCCESS
+             ? MPI_SUCCESS
+             : mpiio_raise(f, mpiio_data_error(aggio_rc, f->amode, count));
+}
+
+int mpiio_null_request(struct mpiio_file *f) {
+  return mpiio_raise(f,
+                     mpiio_error_with_message(MPI_ERR_REQUEST, "aggio: request is NULL"));
 }
 
 /* The text of an added code (locked): its message, or, once that is gone,

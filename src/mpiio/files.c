@@ -125,6 +125,15 @@ MPIIO_PROFILED(File_sync)
 
 /* A registered representation could only serve the MPI library's own
  * files, and aggio's would refuse it: the call fails, clearly. */
+int mpiio_refuse_datarep(const char *call, const char *datarep) {
+  char msg[512];
+  snprintf(msg, sizeof msg,
+           "aggio: %s(\"%s\"): user data "
+           "representations are not supported by aggio (native, internal, external32)",
+           call, datarep ? datarep : "(null)");
+  return mpiio_raise(NULL, mpiio_error_with_message(MPI_ERR_UNSUPPORTED_DATAREP, msg));
+}
+
 int MPI_Register_datarep(const char *datarep,
                          MPI_Datarep_conversion_function *read_conversion_fn,
                          MPI_Datarep_conversion_function *write_conversion_fn,
@@ -132,12 +141,7 @@ int MPI_Register_datarep(const char *datarep,
                          void *extra_state) {
   (void)read_conversion_fn, (void)write_conversion_fn, (void)dtype_file_extent_fn;
   (void)extra_state;
-  char msg[512];
-  snprintf(msg, sizeof msg,
-           "aggio: MPI_Register_datarep(\"%s\"): user data "
-           "representations are not supported by aggio (native, internal, external32)",
-           datarep ? datarep : "(null)");
-  return mpiio_raise(NULL, mpiio_error_with_message(MPI_ERR_UNSUPPORTED_DATAREP, msg));
+  return mpiio_refuse_datarep("MPI_Register_datarep", datarep);
 }
 MPIIO_PROFILED(Register_datarep)
 

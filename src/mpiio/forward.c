@@ -18,18 +18,13 @@
   MPIIO_PROFILED(File_##name)
 MPIIO_FORWARD_CALLS(MPIIO_DEFINE_FORWARD)
 
-static int finish_data(struct mpiio_file *f, int rc, int count) {
-  return rc == AGGIO_SUCCESS ? MPI_SUCCESS
-                             : mpiio_raise(f, mpiio_data_error(rc, f->amode, count));
-}
-
-#define MPIIO_DEFINE_DATA(name, params, args)                                \
-  int MPI_File_##name params {                                               \
-    struct mpiio_file *f = mpiio_lookup(fh);                                 \
-    if (!f)                                                                  \
-      return MPIIO_NEXT(File_##name)(fh, MPIIO_ARGS args);                \
-    return finish_data(f, aggio_file_##name(f->af, MPIIO_ARGS args), count); \
-  }                                                                          \
+#define MPIIO_DEFINE_DATA(name, params, args)                                      \
+  int MPI_File_##name params {                                                     \
+    struct mpiio_file *f = mpiio_lookup(fh);                                       \
+    if (!f)                                                                        \
+      return MPIIO_NEXT(File_##name)(fh, MPIIO_ARGS args);                         \
+    return mpiio_finish_data(f, aggio_file_##name(f->af, MPIIO_ARGS args), count); \
+  }                                                                                \
   MPIIO_PROFILED(File_##name)
 MPIIO_DATA_CALLS(MPIIO_DEFINE_DATA)
 
@@ -41,8 +36,7 @@ MPIIO_DATA_CALLS(MPIIO_DEFINE_DATA)
     if (!f)                                                                        \
       return MPIIO_NEXT(File_##name)(fh, MPIIO_ARGS args, request);             \
     if (!request)                                                                  \
-      return mpiio_raise(                                                          \
-          f, mpiio_error_with_message(MPI_ERR_REQUEST, "aggio: request is NULL")); \
+      return mpiio_null_request(f);                                                \
     struct mpiio_request *q = mpiio_request_new(f, count);                         \
     aggio_request ar = AGGIO_REQUEST_NULL;                                         \
     int rc = aggio_file_##name(f->af, MPIIO_ARGS args, &ar);                       \

@@ -56,8 +56,15 @@ int mpiio_error_class(int aggio_code);
 int mpiio_error_code(int aggio_code, int amode);
 /* The same for a data access of count elements: the rank that passed a
  * negative count gets MPI_ERR_COUNT (libaggio says "invalid argument" on
- * every rank of a collective call). */
-int mpiio_data_error(int aggio_code, int amode, int count);
+ * every rank of a collective call), and so does one whose large count
+ * (above INT_MAX) no datatype could describe (large_count.c). */
+int mpiio_data_error(int aggio_code, int amode, MPI_Count count);
+/* The end of a blocking data call on f: MPI_SUCCESS, or the mapped code
+ * (mpiio_data_error) through f's handler. */
+int mpiio_finish_data(struct mpiio_file *f, int aggio_rc, MPI_Count count);
+/* A non-blocking call's NULL request pointer: MPI_ERR_REQUEST through f's
+ * handler. */
+int mpiio_null_request(struct mpiio_file *f);
 /* An error code of the given MPI class whose MPI_Error_string is msg. */
 int mpiio_error_with_message(int mpi_class, const char *msg);
 /* The end of every call on an aggio file: maps rc, remembers aggio's
@@ -97,8 +104,8 @@ int mpiio_passthrough_wanted(MPI_Comm comm, const char *path, MPI_Info info, int
  * its end and fails the call with MPI_ERR_NO_MEM.  The program's MPI_Wait,
  * MPI_Test... (defined in requests.c) complete the request. */
 struct mpiio_request;
-struct mpiio_request *mpiio_request_new(struct mpiio_file *f, int count);
-int mpiio_request_started(struct mpiio_file *f, struct mpiio_request *q, int count,
+struct mpiio_request *mpiio_request_new(struct mpiio_file *f, MPI_Count count);
+int mpiio_request_started(struct mpiio_file *f, struct mpiio_request *q, MPI_Count count,
                           int aggio_rc, aggio_request ar, MPI_Request *request);
 /* After f's close (NULL: after every file's, at MPI_Finalize), which
  * completed their operations: the requests of f take their outcome, and
@@ -117,5 +124,8 @@ void mpiio_pause(int *round);
 /* What MPI_Abort does (MPI_ERRORS_ARE_FATAL too): what write-behind holds
  * on this node reaches the file first, then PMPI_Abort. */
 int mpiio_abort(MPI_Comm comm, int errorcode);
+/* MPI_Register_datarep and its large-count twin `call`: refused, with
+ * MPI_ERR_UNSUPPORTED_DATAREP through MPI_FILE_NULL's handler. */
+int mpiio_refuse_datarep(const char *call, const char *datarep);
 
 #endif

@@ -44,12 +44,14 @@ static void *find_or_say(const char *name) {
 
 #define FIND(name) *(void **)&next.name = find_or_say("PMPI_" #name);
 #define FIND_FILE(name, params, args) FIND(File_##name)
+#define FIND_FILE_C(name, params, args) FIND(File_##name##_c)
 
 static void resolve(void) {
   MPIIO_OWN_CALLS(FIND)
   MPIIO_DATA_CALLS(FIND_FILE)
   MPIIO_FORWARD_CALLS(FIND_FILE)
   MPIIO_NONBLOCKING_CALLS(FIND_FILE)
+  MPIIO_LARGE_COUNT_CALLS(FIND, FIND_FILE_C)
 }
 
 const struct mpiio_next *mpiio_next(void) {

@@ -33,15 +33,31 @@
   X(File_c2f) X(File_f2c) X(Wait) X(Test) X(Waitall) X(Testall) X(Waitany)       \
   X(Testany) X(Waitsome) X(Testsome) X(Request_get_status) X(Request_free)
 
+/*
+ * The MPI 4.0 large-count calls, where the MPI library has them (the build
+ * defines AGGIO_MPIIO_LARGE_COUNT when mpi.h declares them: MPICH 4, not
+ * Open MPI 4.1): MPI_File_<name>_c of every data call of calls.h
+ * (large_count.c), given here as X(own name) and XC(calls.h's X arguments).
+ */
+#ifdef AGGIO_MPIIO_LARGE_COUNT
+#define MPIIO_LARGE_COUNT_CALLS(X, XC)                                  \
+  X(File_get_type_extent_c) X(Register_datarep_c) MPIIO_DATA_CALLS(XC) \
+  MPIIO_NONBLOCKING_CALLS(XC)
+#else
+#define MPIIO_LARGE_COUNT_CALLS(X, XC)
+#endif
+
 #define MPIIO_NEXT_FIELD(name) __typeof__(&PMPI_##name) name;
 /* calls.h's lists give X(name, params, args) for MPI_File_<name> */
 #define MPIIO_NEXT_FILE_FIELD(name, params, args) MPIIO_NEXT_FIELD(File_##name)
+#define MPIIO_NEXT_FILE_C_FIELD(name, params, args) MPIIO_NEXT_FIELD(File_##name##_c)
 
 struct mpiio_next {
   MPIIO_OWN_CALLS(MPIIO_NEXT_FIELD)
   MPIIO_DATA_CALLS(MPIIO_NEXT_FILE_FIELD)
   MPIIO_FORWARD_CALLS(MPIIO_NEXT_FILE_FIELD)
   MPIIO_NONBLOCKING_CALLS(MPIIO_NEXT_FILE_FIELD)
+  MPIIO_LARGE_COUNT_CALLS(MPIIO_NEXT_FIELD, MPIIO_NEXT_FILE_C_FIELD)
 };
 
 /* The next definitions, found on the first call (any thread). */

@@ -40,7 +40,8 @@ struct mpiio_request {
   MPI_Request greq;     /* the program's handle */
   aggio_request ar;     /* the operation; AGGIO_REQUEST_NULL once its outcome is here */
   struct mpiio_file *f; /* its file; NULL once the file is closed */
-  int amode, count;     /* to map the outcome to an MPI error code */
+  int amode;            /* to map the outcome to an MPI error code, */
+  MPI_Count count;      /* with the count (mpiio_data_error) */
   int busy;             /* a thread is taking the outcome (claim) */
   int done;             /* the outcome is here and greq completed */
   int freed;            /* the program freed greq: nobody will wait for it */
@@ -213,7 +214,7 @@ void mpiio_requests_reap(void) {
 
 /* ---- starting ------------------------------------------------------------------ */
 
-struct mpiio_request *mpiio_request_new(struct mpiio_file *f, int count) {
+struct mpiio_request *mpiio_request_new(struct mpiio_file *f, MPI_Count count) {
   struct mpiio_request *q = calloc(1, sizeof *q);
   if (!q)
     return NULL;
@@ -241,7 +242,7 @@ static void discard(struct mpiio_request *q) {
   MPIIO_NEXT(Request_free)(&greq);
 }
 
-int mpiio_request_started(struct mpiio_file *f, struct mpiio_request *q, int count,
+int mpiio_request_started(struct mpiio_file *f, struct mpiio_request *q, MPI_Count count,
                           int aggio_rc, aggio_request ar, MPI_Request *request) {
   *request = MPI_REQUEST_NULL;
   if (aggio_rc != AGGIO_SUCCESS) { /* libaggio made no request */
