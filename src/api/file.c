@@ -594,10 +594,6 @@ static void hints_changed(aggio_file fh, struct aggio__err *e) {
   fh->strategy = s ? s : aggio__strategy_at(fh, AGGIO_STRAT_AUTO);
 }
 
-/* Collective on every rank, whatever info each passes (ranks may pass
- * MPI_INFO_NULL beside a real info): the new hints are checked to agree,
- * and what depends on them (topology, shared window) is rebuilt only when a
- * must-match hint changed, which the check makes the same on every rank. */
 /* The back end holds the open file, so it stays what open chose; a new
  * aggio_storage value is kept in the hints, marked ignored. */
 static void keep_storage(aggio_file fh, struct aggio__hints *h) {
@@ -607,13 +603,20 @@ static void keep_storage(aggio_file fh, struct aggio__hints *h) {
            "the storage back end is chosen at open: still %s", fh->st.ops->name);
 }
 
-static int apply_info(aggio_file fh, MPI_Info info, struct aggio__err *e) {
-  struct aggio__hints h = fh->hints;
-  aggio__hints_gather(&h, info, fh->path, fh->rank, 0);
-  keep_storage(fh, &h);
-  if (aggio__hints_check_same(fh->comm, &h, fh->rank, e) != 0)
-    return e->code;
-  int changed = !aggio__hints_match_equal(&fh->hints, &h);
+/* The hints a set_view brings, gathered on this rank alone: they are
+ * checked to agree in set_view's one reduction. */
+static void new_hints(aggio_file fh, MPI_Info info, struct aggio__hints *h) {
+  *h = fh->hints;
+  aggio__hints_gather(h, info, fh->path, fh->rank, 0);
+  keep_storage(fh, h);
+}
+
+/* The agreed new hints in effect (the same decision on every rank: their
+ * must-match hints agree).  A change of a must-match hint rebuilds what
+ * depends on them, which may fail on some ranks only (a topology
+ * rebuild): the caller agrees afterwards. */
+static int apply_hints(aggio_file fh, const struct aggio__hints *h, int changed,
+                       struct aggio__err *e) {
   if (changed && aggio__flush_all(fh, e) != 0)
     return e->code;
   if (changed) { /* a twin of the file must not look at state being freed */
@@ -621,11 +624,35 @@ static int apply_info(aggio_file fh, MPI_Info info, struct aggio__err *e) {
     strategies_fini(fh);
     aggio__files_unlock();
   }
-  fh->hints = h;
+  fh->hints = *h;
   if (changed)
     hints_changed(fh, e);
   else /* the hints were set again: their "ignored" reasons with them */
     aggio__lock_modes_mark(&fh->hints, fh->fstype);
+  return e->code;
+}
+
+/* set_view's reduction, one round for the common case (HDF5 and PnetCDF
+ * set a view for every dataset or record): the outcome of the local
+ * checks, the new must-match hints' hash as its minimum and maximum, and
+ * whether any rank moved the shared pointer since its last reset.  Every
+ * rank takes part whatever info it passed (ranks may pass MPI_INFO_NULL
+ * beside a real info), and what depends on the hints (topology, shared
+ * window) is rebuilt only when a must-match hint changed, which the vote
+ * makes the same decision on every rank. */
+enum { VOTE_HASH_MIN, VOTE_HASH_MAX_NOT, VOTE_SFP_MOVED_NEG, VOTE_N };
+
+static int vote(aggio_file fh, const struct aggio__hints *h, int64_t *v,
+                struct aggio__err *e) {
+  uint64_t hash = aggio__hints_match_hash(h);
+  int64_t x;
+  memcpy(&x, &hash, sizeof x); /* compared for equality only */
+  v[VOTE_HASH_MIN] = x;
+  v[VOTE_HASH_MAX_NOT] = ~x;
+  v[VOTE_SFP_MOVED_NEG] = -(int64_t)aggio__sfp_moved(fh);
+  aggio__agree_values(fh->comm, e, v, VOTE_N);
+  if (e->code == 0 && v[VOTE_HASH_MIN] != ~v[VOTE_HASH_MAX_NOT])
+    aggio__hints_mismatch(fh->comm, h, fh->rank, e); /* every rank takes this path */
   return e->code;
 }
 
@@ -657,11 +684,16 @@ int aggio_file_set_view(aggio_file fh, MPI_Offset disp, MPI_Datatype etype,
   aggio__requests_settle(fh); /* outstanding operations keep the view they began with */
   if (view_disp(fh, &disp, &e) == 0)
     check_view(fh, disp, etype, filetype, datarep, &rep, &ft, &esize, &e);
-  /* apply_info may fail on some ranks only (a topology rebuild): the
-   * second agreement runs on every rank whatever apply_info returned */
-  if (aggio__agree(fh->comm, &e) == 0)
-    apply_info(fh, info, &e);
-  if (aggio__agree(fh->comm, &e) != 0) {
+  struct aggio__hints h;
+  new_hints(fh, info, &h);
+  int64_t v[VOTE_N];
+  if (vote(fh, &h, v, &e) == 0) {
+    int changed = !aggio__hints_match_equal(&fh->hints, &h); /* agreed: same everywhere */
+    apply_hints(fh, &h, changed, &e);
+    if (changed) /* the rebuild may have failed on some ranks only */
+      aggio__agree(fh->comm, &e);
+  }
+  if (e.code != 0) {
     if (ft)
       aggio__flat_release(ft);
     return aggio__finish(&e);
@@ -675,11 +707,16 @@ int aggio_file_set_view(aggio_file fh, MPI_Offset disp, MPI_Datatype etype,
   fh->view.ft = ft;
   drop_view(&old);
   fh->fp_ind = 0;
-  /* MPI resets both pointers; the agreement keeps every rank from using
-   * the shared one before rank 0 has reset it */
-  if (fh->rank == 0 && aggio__sfp_available(fh))
-    aggio__sfp_set(fh, 0, &e);
-  if (aggio__agree(fh->comm, &e) == 0)
+  /* MPI resets both pointers.  The shared one is reset only when a rank
+   * moved it since its last reset (the vote says), and then the agreement
+   * keeps every rank from using it before rank 0 has reset it. */
+  if (v[VOTE_SFP_MOVED_NEG] < 0) {
+    if (fh->rank == 0 && aggio__sfp_available(fh))
+      aggio__sfp_set(fh, 0, &e);
+    aggio__agree(fh->comm, &e);
+  }
+  aggio__sfp_mark_reset(fh);
+  if (e.code == 0)
     aggio__strategies_prepare(fh); /* what the new hints need made blocking */
   trace_view(fh, t0);
   return aggio__finish(&e);
@@ -870,10 +907,16 @@ int aggio_file_set_info(aggio_file fh, MPI_Info info) {
     return aggio__finish(&e);
   }
   aggio__requests_settle(fh);
-  /* the entry: every rank is in this call before the hints' blocking checks */
-  if (aggio__agree(fh->comm, &e) == 0)
-    apply_info(fh, info, &e);
-  if (aggio__agree(fh->comm, &e) == 0)
+  struct aggio__hints h;
+  new_hints(fh, info, &h);
+  int64_t v[VOTE_N];
+  if (vote(fh, &h, v, &e) == 0) { /* the entry: progresses while it waits */
+    int changed = !aggio__hints_match_equal(&fh->hints, &h);
+    apply_hints(fh, &h, changed, &e);
+    if (changed) /* the rebuild may have failed on some ranks only */
+      aggio__agree(fh->comm, &e);
+  }
+  if (e.code == 0)
     aggio__strategies_prepare(fh); /* what the new hints need made blocking */
   return aggio__finish(&e);
 }

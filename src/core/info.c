@@ -291,18 +291,29 @@ static void describe_mismatch(MPI_Comm comm, const char *mine, uint64_t hash, in
               "and rank %d disagree", rank, what, first < size ? first : 0);
 }
 
-int aggio__hints_check_same(MPI_Comm comm, const struct aggio__hints *h, int rank,
-                            struct aggio__err *e) {
+uint64_t aggio__hints_match_hash(const struct aggio__hints *h) {
   char buf[AGGIO_MM_LEN];
   must_match_string(h, buf, sizeof buf);
-  uint64_t x = fnv1a(buf);
+  return fnv1a(buf);
+}
+
+int aggio__hints_mismatch(MPI_Comm comm, const struct aggio__hints *h, int rank,
+                          struct aggio__err *e) {
+  char buf[AGGIO_MM_LEN];
+  must_match_string(h, buf, sizeof buf);
+  describe_mismatch(comm, buf, fnv1a(buf), rank, e);
+  return e->code;
+}
+
+int aggio__hints_check_same(MPI_Comm comm, const struct aggio__hints *h, int rank,
+                            struct aggio__err *e) {
+  uint64_t x = aggio__hints_match_hash(h);
   uint64_t lo, hi;
   MPI_Allreduce(&x, &lo, 1, MPI_UINT64_T, MPI_MIN, comm);
   MPI_Allreduce(&x, &hi, 1, MPI_UINT64_T, MPI_MAX, comm);
   if (lo == hi)
     return 0;
-  describe_mismatch(comm, buf, x, rank, e);
-  return e->code;
+  return aggio__hints_mismatch(comm, h, rank, e);
 }
 
 static const char *value_text(const struct aggio__hint_value *v, char *buf,

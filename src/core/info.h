@@ -19,6 +19,13 @@ void aggio__hints_gather(struct aggio__hints *h, MPI_Info info, const char *path
  * differs between ranks; the message names the first such hint. */
 int aggio__hints_check_same(MPI_Comm comm, const struct aggio__hints *h, int rank,
                             struct aggio__err *e);
+/* Its two halves, for a call that reduces the hash with other values in
+ * one agreement (set_view): the hash of the must-match hints, and, once
+ * every rank knows they differ, the collective message naming the first
+ * such hint (AGGIO_ERR_HINT_MISMATCH in e). */
+uint64_t aggio__hints_match_hash(const struct aggio__hints *h);
+int aggio__hints_mismatch(MPI_Comm comm, const struct aggio__hints *h, int rank,
+                          struct aggio__err *e);
 
 /* 1 when every must-match hint has the same value in a and b. */
 int aggio__hints_match_equal(const struct aggio__hints *a, const struct aggio__hints *b);

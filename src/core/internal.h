@@ -49,6 +49,13 @@ int aggio__agree(MPI_Comm comm, struct aggio__err *e);
 /* The same, returning the agreed encoding (to tell whether this rank's
  * own failure was the one chosen). */
 int64_t aggio__agree_encoded(MPI_Comm comm, struct aggio__err *e);
+/* The same, with n (at most AGGIO_AGREE_VALUES) more values reduced by
+ * MPI_MIN in the same round (values: this rank's in, the minimum out):
+ * whatever else a call must agree on costs no second collective.  A
+ * maximum is the minimum of the complements (~x).  Returns the agreed
+ * encoding. */
+#define AGGIO_AGREE_VALUES 7
+int64_t aggio__agree_values(MPI_Comm comm, struct aggio__err *e, int64_t *values, int n);
 
 /* MPI_Allreduce, posted and waited for with aggio__wait_progress: the
  * first collective of a blocking call (its entry).  Returns MPI's code. */

@@ -129,6 +129,8 @@ static int rma_op(aggio_file fh, int64_t in, int64_t *old, MPI_Op op, struct agg
 int aggio__sfp_fetch_add(aggio_file fh, int64_t add, int64_t *old, struct aggio__err *e) {
   if (ready(fh, e) != 0)
     return e->code;
+  if (add != 0)
+    __atomic_store_n(&fh->sfp.moved, 1, __ATOMIC_RELAXED);
   if (!fh->sfp.shm)
     return rma_op(fh, add, old, MPI_SUM, e);
   *old = __atomic_fetch_add(fh->sfp.ptr, add, __ATOMIC_SEQ_CST);
@@ -148,11 +150,17 @@ int aggio__sfp_set(aggio_file fh, int64_t value, struct aggio__err *e) {
   int64_t old = 0;
   if (ready(fh, e) != 0)
     return e->code;
+  if (value != 0)
+    __atomic_store_n(&fh->sfp.moved, 1, __ATOMIC_RELAXED);
   if (!fh->sfp.shm)
     return rma_op(fh, value, &old, MPI_REPLACE, e);
   __atomic_store_n(fh->sfp.ptr, value, __ATOMIC_SEQ_CST);
   return 0;
 }
+
+int aggio__sfp_moved(aggio_file fh) { return __atomic_load_n(&fh->sfp.moved, __ATOMIC_RELAXED); }
+
+void aggio__sfp_mark_reset(aggio_file fh) { __atomic_store_n(&fh->sfp.moved, 0, __ATOMIC_RELAXED); }
 
 /* A window only some ranks made cannot be freed (MPI_Win_free is
  * collective over all of them): its handle is dropped, the window is left

@@ -20,6 +20,8 @@ struct aggio__sfp_state {
   int64_t *ptr;     /* the counter (rank 0's; every rank's when shm) */
   int shm;          /* one node: moved with atomics in shared memory */
   int locked;       /* the lock_all epoch is open: the pointer works */
+  int moved;        /* this rank moved it off 0 since open or the last reset
+                     * (set_view resets it only when some rank did) */
   char why[200];    /* why there is none (open could not make it) */
 };
 
@@ -44,5 +46,9 @@ int aggio__sfp_get(aggio_file fh, int64_t *value, struct aggio__err *e);
 /* Sets the pointer (independent: the callers make one rank do it inside a
  * collective call, between two synchronisations). */
 int aggio__sfp_set(aggio_file fh, int64_t value, struct aggio__err *e);
+/* 1 when this rank moved the pointer off 0 since open or the last
+ * aggio__sfp_mark_reset (set_view's reduction asks every rank). */
+int aggio__sfp_moved(aggio_file fh);
+void aggio__sfp_mark_reset(aggio_file fh);
 
 #endif
