@@ -15,6 +15,9 @@ import numpy as np
 # Layers of an operation.
 MPIIO, POSIX, STDIO = 1, 2, 3
 LAYER_NAMES = {MPIIO: "MPI-IO", POSIX: "POSIX", STDIO: "STDIO"}
+# Darshan's counter and DXT module of each layer (as Job.modules/partial name them).
+COUNTER_MODULE = {MPIIO: "MPI-IO", POSIX: "POSIX", STDIO: "STDIO"}
+DXT_MODULE = {MPIIO: "DXT_MPIIO", POSIX: "DXT_POSIX", STDIO: "DXT_STDIO"}
 
 # Kinds of an operation.
 READ, WRITE, OPEN, CLOSE, SYNC, META = 1, 2, 3, 4, 5, 6
@@ -224,6 +227,15 @@ class Job:
             if layer in f.layers:
                 total.add(f.layers[layer])
         return total
+
+    def ops_complete(self, layer: int) -> bool:
+        """True when the operations hold every data call of `layer`: an aggio
+        trace, or a DXT module the log does not mark partial (a DXT buffer
+        that overflowed keeps only the first calls: per-rank sums and
+        distinct bytes from it are wrong, the counters are right)."""
+        if not self.has_ops:
+            return False
+        return self.kind != "darshan" or DXT_MODULE[layer] not in self.partial
 
     @property
     def empty(self) -> bool:

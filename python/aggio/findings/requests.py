@@ -47,7 +47,7 @@ def small_count(job: Job, index: int, st, direction: str, limit: int) -> tuple[i
     exact from operations when the log has all of them (a DXT module that is
     not partial, or an aggio trace), else from the size bins split by the
     most-common-size counters (LayerStats.small_range)."""
-    if job.has_ops and "DXT_POSIX" not in job.partial:
+    if job.ops_complete(POSIX):
         kind = READ if direction == "read" else WRITE
         ops = job.ops
         sel = (ops["file"] == index) & (ops["layer"] == POSIX) & (ops["kind"] == kind)
@@ -169,7 +169,7 @@ def _library_reads(job, index) -> bool:
 def _distinct_bytes(job, index, kind, st, direction) -> int:
     """Distinct bytes touched: exact from operations, else the highest byte
     accessed + 1 (an upper bound, so redundancy is never overstated)."""
-    if job.has_ops:
+    if job.ops_complete(POSIX):
         sel = (job.ops["file"] == index) & (job.ops["layer"] == POSIX) & (job.ops["kind"] == kind)
         if sel.any():
             return union_length(job.ops["offset"][sel], job.ops["length"][sel])
