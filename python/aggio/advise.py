@@ -108,6 +108,8 @@ def render_text(job, found, top_n: int = 3) -> str:
                      + (f"  ({f.subject})" if f.subject != "job" else ""))
         lines.append(textwrap.fill(f.message, 100, initial_indent="  ",
                                    subsequent_indent="  "))
+        if f.rests_on.get("modules"):
+            lines.append(f"  rests on: {rests_on_text(f.rests_on)}")
         for fix in f.fixes:
             label = fix.to_dict()["label"]
             lines.append(f"  fix - {label}:")
@@ -119,6 +121,13 @@ def render_text(job, found, top_n: int = 3) -> str:
                   "  hints file (the hints with one value for every file):\n"
                   + textwrap.indent(text, "      ") for kind, text in forms]
     return "\n".join(lines)
+
+
+def rests_on_text(rests_on: dict) -> str:
+    ranks = rests_on.get("ranks")
+    return (", ".join(rests_on["modules"])
+            + (f" (ranks {', '.join(map(str, ranks[:8]))}{', ...' if len(ranks) > 8 else ''})"
+               if isinstance(ranks, list) else ""))
 
 
 def costliest_lines(found, top_n: int) -> list[str]:

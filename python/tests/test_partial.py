@@ -41,6 +41,13 @@ def test_missing_posix_records_name_no_aggregators():
         assert "AGG-MPIIO-OVERHEAD" not in found
 
 
+def test_withheld_analyses_are_said():
+    job = missing_posix_job()
+    run_all(job, Thresholds())
+    (note,) = [n for n in job.notes if "withheld" in n]
+    assert "/scratch/out.dat" in note and "partial" in note
+
+
 def test_partial_module_caveat_and_lower_severity():
     """A finding resting on a partial module says so and is one step less severe."""
     st = per_rank(layer(writes=5000, bytes_written=5000 * 4096, write_time=400.0,

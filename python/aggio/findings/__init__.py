@@ -27,5 +27,6 @@ def run_all(job, thresholds, only: list[str] | None = None) -> list[Finding]:
     grounds.attach(job, found)
     cost.attach(job, found, thresholds)
     grounds.caveat(job, found)
+    grounds.withheld_notes(job)
     found.sort(key=cost.sort_key)
     return finalize(job, found)

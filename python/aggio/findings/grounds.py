@@ -10,6 +10,7 @@ beyond POSIX) are withheld where they are made (crosslayer.posix_missing).
 """
 from __future__ import annotations
 
+from .. import crosslayer as xl
 from ..model import COUNTER_MODULE, DXT_MODULE, MPIIO, POSIX, STDIO
 from .base import SEVERITIES
 
@@ -88,3 +89,16 @@ def caveat(job, findings) -> None:
         f.evidence["partial_modules"] = partial
         f.message += (f" - caveat: the log marks {', '.join(partial)} partial (Darshan ran "
                       "out of records or buffer): these figures may miss some ranks or calls")
+
+
+def withheld_notes(job) -> None:
+    """Says, in job.notes, which files' aggregators and MPI-IO overhead were
+    not judged because their POSIX records are missing (once per file)."""
+    for index, f in enumerate(job.files):
+        if not xl.collective(f) and MPIIO not in f.layers:
+            continue
+        why = xl.posix_missing(job, index)
+        note = (f"{f.path}: no aggregators named and no MPI-IO time compared with POSIX "
+                f"(withheld: {why})")
+        if why and note not in job.notes:
+            job.notes.append(note)

@@ -123,6 +123,8 @@ def _findings_html(i, job, found, top_n: int = 3) -> str:
         out.append("<p>No findings above the thresholds.</p>")
     for f in found:
         ev = "".join(f"<tr><td>{_e(k)}</td><td>{_e(_ev(v))}</td></tr>" for k, v in f.evidence.items())
+        ev += "".join(f"<tr><td>{_e(k)}</td><td>{_e(_ev(v))}</td></tr>"
+                      for k, v in (("rests on", f.rests_on), ("cost", f.cost)) if v)
         fixes = "".join(_fix_html(x.to_dict()["label"], x.text) for x in f.fixes)
         subject = f" &middot; <span class='code'>{_e(f.subject)}</span>" if f.subject != "job" else ""
         out.append(f"<div class='finding {f.severity}' data-code='{f.code}'>"
