@@ -13,7 +13,7 @@ from aggio import advise
 from aggio.findings import run_all
 from aggio.thresholds import DEFAULTS, Thresholds
 
-KiB, MiB = 1024, 1 << 20
+KiB, MiB, GiB = 1024, 1 << 20, 1 << 30
 PARTIAL_DXT = os.path.join(SHARED, "partial_data_dxt", "partial_data_dxt.darshan")
 
 
@@ -110,3 +110,13 @@ def test_cost_thresholds_listed_and_overridable(capsys):
     (f,) = only(small_job(write_time=100.0, nbytes_each=64 * KiB), "AGG-SMALL-REQ",
                 cost_high_seconds=1000)
     assert f.severity == "warn"
+
+
+def test_single_aggregator_costs_its_own_posix_time():
+    api = per_rank(layer(writes=16, coll_writes=16, bytes_written=GiB, write_time=16 * 9.0),
+                   {r: GiB // 16 for r in range(16)}, {r: 9.0 for r in range(16)})
+    posix = per_rank(layer(writes=1024, bytes_written=GiB, write_time=8.0), {0: GiB}, {0: 8.0})
+    f = file_with("/lus/one.dat", nranks=16, mpiio=api, posix=posix)
+    job = darshan_job(nprocs=16, modules=("POSIX", "MPI-IO"), files=[f])
+    (g,) = only(job, "AGG-SINGLE-AGGREGATOR")
+    assert g.cost["seconds"] == pytest.approx(8.0) and g.severity == "high"

@@ -32,8 +32,9 @@ def counters_job(sizes: dict, direction="write"):
     given sizes (size -> count), binned as Darshan bins them."""
     lengths = np.repeat(np.array(list(sizes), np.int64), list(sizes.values()))
     hist = darshan_bins(lengths)
-    st = layer(**{f"{direction}s": len(lengths), f"bytes_{'read' if direction == 'read' else 'written'}":
-                  int(lengths.sum()), f"hist_{direction}": hist, f"{direction}_time": 2.0})
+    moved = "bytes_read" if direction == "read" else "bytes_written"
+    st = layer(**{f"{direction}s": len(lengths), moved: int(lengths.sum()),
+                  f"hist_{direction}": hist, f"{direction}_time": 2.0})
     st.access_sizes = dict(sizes)
     return darshan_job(files=[file_with("/scratch/out", posix=st)])
 

@@ -127,8 +127,10 @@ def _aggregators(job, f):
 
 
 def _single(job, f):
-    return _layer_time(job, POSIX, None, f.subject) * _ranks(job) / max(
-        f.evidence.get("mpiio_ranks", 1), 1), "the one aggregator's POSIX time (all ranks wait)"
+    # one rank did all the file's POSIX calls: their sum is its own time,
+    # which every rank of the collective calls waits for
+    return _layer_time(job, POSIX, None, f.subject) * _ranks(job), \
+        "the one aggregator's POSIX time (every caller waits for it)"
 
 
 def _slow_agg(job, f):
