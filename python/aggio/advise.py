@@ -13,6 +13,7 @@ import textwrap
 
 from . import thresholds as thr
 from .findings import REGISTRY, run_all, unknown_codes
+from .findings.cost import top
 from .sources import InputError, load_jobs
 
 
@@ -56,10 +57,11 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     warn_damaged(results, "aggio advise")
     if args.json:
-        print(json.dumps([job_json(j, f) for j, f in results], indent=1, default=_np))
+        print(json.dumps([job_json(j, f, th["top_findings"]) for j, f in results], indent=1,
+                         default=_np))
     else:
         for job, found in results:
-            print(render_text(job, found))
+            print(render_text(job, found, th["top_findings"]))
     return 0
 
 
@@ -79,20 +81,24 @@ def combined_forms(job) -> list[tuple[str, str]]:
     return plan.forms() if plan else []
 
 
-def job_json(job, found) -> dict:
+def job_json(job, found, top_n: int = 3) -> dict:
     plan = job.__dict__.get("fix_plan")
     return {"source": job.source, "kind": job.kind, "nprocs": job.nprocs,
             "notes": job.notes, "damaged": job.damaged,
+            "partial_modules": sorted(job.partial),
+            "costliest": [{"code": f.code, "subject": f.subject, **f.cost}
+                          for f in top(found, top_n)],
             "findings": [f.to_dict() for f in found],
             "hints_all_findings": [{"pattern": p, "hints": h} for p, h in plan.entries()]
             if plan else []}
 
 
-def render_text(job, found) -> str:
+def render_text(job, found, top_n: int = 3) -> str:
     lines = [f"== {job.source} ({job.kind}, {job.nprocs} processes, "
              f"{len(job.files)} files)"]
     lines += [f"DAMAGED: {d}" for d in job.damaged]
     lines += [f"note: {n}" for n in job.notes]
+    lines += costliest_lines(found, top_n)
     if job.empty:
         lines.append("no I/O recorded in this input: nothing to advise")
     elif not found:
@@ -102,6 +108,8 @@ def render_text(job, found) -> str:
                      + (f"  ({f.subject})" if f.subject != "job" else ""))
         lines.append(textwrap.fill(f.message, 100, initial_indent="  ",
                                    subsequent_indent="  "))
+        if f.rests_on.get("modules"):
+            lines.append(f"  rests on: {rests_on_text(f.rests_on)}")
         for fix in f.fixes:
             label = fix.to_dict()["label"]
             lines.append(f"  fix - {label}:")
@@ -113,6 +121,29 @@ def render_text(job, found) -> str:
                   "  hints file (the hints with one value for every file):\n"
                   + textwrap.indent(text, "      ") for kind, text in forms]
     return "\n".join(lines)
+
+
+def rests_on_text(rests_on: dict) -> str:
+    ranks = rests_on.get("ranks")
+    return (", ".join(rests_on["modules"])
+            + (f" (ranks {', '.join(map(str, ranks[:8]))}{', ...' if len(ranks) > 8 else ''})"
+               if isinstance(ranks, list) else ""))
+
+
+def costliest_lines(found, top_n: int) -> list[str]:
+    """The report's top: the findings that cost the job the most time."""
+    best = top(found, top_n)
+    if not best:
+        return []
+    out = ["costliest findings (seconds per rank they cost the job; an upper bound on "
+           "what their fixes save):"]
+    for i, f in enumerate(best, 1):
+        share = f.cost["share_of_io"]
+        out.append(f"  {i}. {f.code} [{f.severity}]"
+                   + (f" {f.subject}" if f.subject != "job" else "")
+                   + f": {f.cost['seconds']:.3g} s"
+                   + (f", {100 * share:.0f}% of the I/O time" if share is not None else ""))
+    return out
 
 
 def _print_lists(args):

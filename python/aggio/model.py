@@ -15,6 +15,9 @@ import numpy as np
 # Layers of an operation.
 MPIIO, POSIX, STDIO = 1, 2, 3
 LAYER_NAMES = {MPIIO: "MPI-IO", POSIX: "POSIX", STDIO: "STDIO"}
+# Darshan's counter and DXT module of each layer (as Job.modules/partial name them).
+COUNTER_MODULE = {MPIIO: "MPI-IO", POSIX: "POSIX", STDIO: "STDIO"}
+DXT_MODULE = {MPIIO: "DXT_MPIIO", POSIX: "DXT_POSIX", STDIO: "DXT_STDIO"}
 
 # Kinds of an operation.
 READ, WRITE, OPEN, CLOSE, SYNC, META = 1, 2, 3, 4, 5, 6
@@ -30,7 +33,8 @@ OPS = np.dtype([("t_start", "<f8"), ("t_end", "<f8"), ("offset", "<i8"),
                 ("length", "<i8"), ("rank", "<i4"), ("file", "<i4"),
                 ("kind", "u1"), ("layer", "u1"), ("flags", "u1")])
 
-# Darshan's request-size bins (upper bounds, bytes); the last is open-ended.
+# Darshan's request-size bins (upper bounds, bytes, each bound inside its bin:
+# a request of exactly 1 MiB counts in 100K_1M); the last is open-ended.
 SIZE_BIN_EDGES = np.array([100, 1024, 10 * 1024, 100 * 1024, 1 << 20, 4 << 20,
                            10 << 20, 100 << 20, 1 << 30], dtype=np.int64)
 SIZE_BIN_LABELS = ["0-100", "100-1K", "1K-10K", "10K-100K", "100K-1M", "1M-4M",
@@ -38,8 +42,9 @@ SIZE_BIN_LABELS = ["0-100", "100-1K", "1K-10K", "10K-100K", "100K-1M", "1M-4M",
 
 
 def size_histogram(lengths: np.ndarray) -> np.ndarray:
-    """Counts of requests per Darshan size bin."""
-    idx = np.searchsorted(SIZE_BIN_EDGES, lengths, side="right")
+    """Counts of requests per Darshan size bin (as Darshan bins them: a
+    request the size of a bin's upper bound counts in that bin)."""
+    idx = np.searchsorted(SIZE_BIN_EDGES, lengths, side="left")
     return np.bincount(idx, minlength=len(SIZE_BIN_LABELS)).astype(np.int64)
 
 
@@ -102,10 +107,36 @@ class LayerStats:
         return self.read_time + self.write_time + self.meta_time
 
     def small(self, direction: str, limit: int) -> int:
-        """Requests smaller than `limit` (rounded to a Darshan bin edge)."""
+        """Requests certainly smaller than `limit` bytes (see small_range)."""
+        return self.small_range(direction, limit)[0]
+
+    def small_range(self, direction: str, limit: int) -> tuple[int, int]:
+        """(at least, at most) requests smaller than `limit` bytes.
+
+        Darshan's size bins include their upper bound (100K_1M holds 1 MiB
+        exactly), so the bin that holds `limit` mixes small requests and
+        requests of `limit` bytes or more.  That bin is split with the
+        most-common-size counters (ACCESS1..4, which count reads and writes
+        together: a size's count is this direction's only as far as the
+        other direction's requests in that bin cannot take it)."""
         hist = self.hist_read if direction == "read" else self.hist_write
-        nbins = int(np.searchsorted(SIZE_BIN_EDGES, limit, side="right"))
-        return int(hist[:nbins].sum())
+        other = self.hist_write if direction == "read" else self.hist_read
+        k = int(np.searchsorted(SIZE_BIN_EDGES, limit, side="left"))
+        below = int(hist[:k].sum())
+        if k >= len(hist) or (k and SIZE_BIN_EDGES[k - 1] == limit - 1) or not hist[k]:
+            return below, below            # `limit` opens bin k: no bin is split
+        lo_edge = SIZE_BIN_EDGES[k - 1] if k else -1
+        small_known = big_known = 0
+        for size, count in self.access_sizes.items():
+            if lo_edge < size <= (SIZE_BIN_EDGES[k] if k < len(SIZE_BIN_EDGES) else size):
+                mine = max(0, int(count) - int(other[k]))
+                if size < limit:
+                    small_known += mine
+                else:
+                    big_known += mine
+        n = int(hist[k])
+        small_known, big_known = min(n, small_known), min(n - min(n, small_known), big_known)
+        return below + small_known, below + n - big_known
 
     def add(self, other: "LayerStats") -> None:
         """Adds another record's counters (Darshan keeps one per rank)."""
@@ -183,6 +214,7 @@ class Job:
     ops: np.ndarray = field(default_factory=lambda: np.zeros(0, OPS))
     has_ops: bool = False            # per-operation data (DXT or trace)
     notes: list = field(default_factory=list)   # partial data, missing DXT, ...
+    partial: set = field(default_factory=set)   # modules the log marks partial (Darshan)
     hints: dict = field(default_factory=dict)   # hints in effect (aggio traces)
     rank_node: dict = field(default_factory=dict)   # rank -> node index (traces)
     node_names: list = field(default_factory=list)
@@ -195,6 +227,15 @@ class Job:
             if layer in f.layers:
                 total.add(f.layers[layer])
         return total
+
+    def ops_complete(self, layer: int) -> bool:
+        """True when the operations hold every data call of `layer`: an aggio
+        trace, or a DXT module the log does not mark partial (a DXT buffer
+        that overflowed keeps only the first calls: per-rank sums and
+        distinct bytes from it are wrong, the counters are right)."""
+        if not self.has_ops:
+            return False
+        return self.kind != "darshan" or DXT_MODULE[layer] not in self.partial
 
     @property
     def empty(self) -> bool:

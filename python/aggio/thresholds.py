@@ -23,7 +23,8 @@ DEFAULTS: dict[str, tuple[float, str]] = {
     "dominant_min_ranks": (4, "... of a file opened by at least this many ranks"),
     "imbalance_fraction": (0.3, "per-rank bytes differ by above this fraction of the max"),
     "straggler_ratio": (1.5, "a rank is a straggler above this x the median I/O time"),
-    "straggler_min_seconds": (0.01, "... and above this many seconds of I/O time"),
+    "straggler_min_seconds": (0.5, "... and above the median by this many seconds (what the "
+                                   "job waits for it)"),
     "collective_fraction": (0.5, "independent MPI-IO calls above this fraction"),
     "collective_min": (1000, "... and above this many independent calls"),
     "collective_small_min": (64, "... or this many small independent calls on a shared file"),
@@ -37,6 +38,14 @@ DEFAULTS: dict[str, tuple[float, str]] = {
                                   "aggregator's under collective I/O) above this"),
     "overhead_fraction": (0.5, "... and above this fraction of the MPI-IO time"),
     "rmw_min_bytes": (1 << 20, "read-modify-write reads beneath MPI-IO writes above this many bytes"),
+    # Severity follows cost (issue 26): seconds per rank a finding costs the job.
+    "cost_high_seconds": (1.0, "HIGH: the finding costs at least this many seconds per rank ..."),
+    "cost_high_share": (0.25, "... and at least this fraction of the job's I/O time per rank"),
+    "cost_warn_seconds": (0.1, "WARN: at least this many seconds per rank ..."),
+    "cost_warn_share": (0.05, "... and at least this fraction of the I/O time (else INFO)"),
+    "min_io_seconds": (1.0, "no HIGH finding on a job with less I/O time per rank than this ..."),
+    "min_io_bytes": (16 << 20, "... or fewer bytes than this"),
+    "top_findings": (3, "the report's top lists this many findings, costliest first"),
     "phase_gap_fraction": (0.02, "idle gap (fraction of the run) that separates I/O phases"),
     "max_plot_points": (200_000, "above this many operations the timeline is aggregated"),
 }

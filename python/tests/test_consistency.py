@@ -119,7 +119,7 @@ def test_no_contradictions_on_shared_logs(log):
 
 def _synthetic(tmp_path):
     yield load_jobs([two_phase_write(16, [0, 4, 8, 12], calls=3, rmw=True, exchange=0.5,
-                                     slow=4).write(
+                                     slow=4, round_dur=0.1).write(
         tmp_path / "a", aggregators=[0, 4, 8, 12], per_node=4,
         meta={"path": "/lus/a.dat", "hints": {"striping_factor": "3", "striping_unit": "786432"}})])[0]
     yield load_jobs([collective_write(8, 4096, 400, [0]).write(

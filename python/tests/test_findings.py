@@ -178,7 +178,7 @@ def test_independent_mpiio_quiet_when_collective(tmp_path):
 
 
 def test_no_mpiio_fire():
-    st = LayerStats(writes=100, bytes_written=100 * MiB)
+    st = LayerStats(writes=100, bytes_written=100 * MiB, write_time=40.0)
     job = darshan_job(files=[file_with("/f", posix=st)])
     (f,) = findings(job, "AGG-NO-MPIIO")
     assert f.evidence["posix_bytes"] == 100 * MiB and f.evidence["nprocs"] == 4

@@ -201,16 +201,16 @@ def test_files_may_differ_but_the_hints_file_then_leaves_the_key_out():
     job = _mpiio_job(["/lus/a.dat", "/lus/b.dat"])
     a = _finding("AGG-A", "high", hint_fixes({"cb_nodes": 8, "romio_cb_write": "enable"},
                                              "/lus/a.dat"), "/lus/a.dat")
-    b = _finding("AGG-B", "warn", hint_fixes({"cb_nodes": 3}, "/lus/b.dat"), "/lus/b.dat")
+    b = _finding("AGG-B", "warn", hint_fixes({"cb_nodes": 2}, "/lus/b.dat"), "/lus/b.dat")
     finalize(job, [a, b])
     assert [x.kind for x in a.fixes] == ["aggio-hints", "cray-hints", "romio-hints"]
     assert a.fixes[2].text == "romio_cb_write enable"          # cb_nodes differs per file
     assert "leaves out cb_nodes" in a.fixes[2].label
     assert [x.kind for x in b.fixes] == ["aggio-hints", "cray-hints"]   # nothing left for a file
-    assert b.fixes[0].text == 'export AGGIO_HINTS="/lus/b.dat:cb_nodes=3"'
+    assert b.fixes[0].text == 'export AGGIO_HINTS="/lus/b.dat:cb_nodes=2"'
     forms = dict(job.fix_plan.forms())
     assert forms["aggio-hints"] == ('export AGGIO_HINTS="/lus/a.dat:cb_nodes=8:romio_cb_write='
-                                    'enable,/lus/b.dat:cb_nodes=3"')
+                                    'enable,/lus/b.dat:cb_nodes=2"')
     assert forms["romio-hints"] == "romio_cb_write enable"
 
 

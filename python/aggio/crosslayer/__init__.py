@@ -22,11 +22,12 @@ Nothing here decides what is a problem: findings/layers.py does.
 from .aggregators import Aggregators, aggregators
 from .calls import (CallTable, CollectiveCall, call_ops, call_table, collective_call,
                     collective_calls, collective_ordinals, last_finishers, make_call)
-from .common import collective, containing, file_ops, mpiio_callers
+from .common import collective, containing, file_ops, mpiio_callers, posix_missing
 from .overhead import Overhead, mpiio_overhead
 from .reads import PosixReads, posix_reads
 
 __all__ = ["Aggregators", "aggregators", "CallTable", "CollectiveCall", "call_ops",
            "call_table", "collective_call", "collective_calls", "collective_ordinals",
            "last_finishers", "make_call", "collective", "containing", "file_ops",
-           "mpiio_callers", "Overhead", "mpiio_overhead", "PosixReads", "posix_reads"]
+           "mpiio_callers", "posix_missing", "Overhead", "mpiio_overhead", "PosixReads",
+           "posix_reads"]

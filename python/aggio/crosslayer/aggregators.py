@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..model import POSIX, WRITE, Job
-from .common import collective, file_ops, mpiio_callers
+from .common import collective, file_ops, mpiio_callers, posix_missing
 
 # A rank whose POSIX bytes are below this fraction of the busiest rank's is
 # not counted as an aggregator (a stray small write is not aggregation).
@@ -38,13 +38,14 @@ class Aggregators:
 
 def aggregators(job: Job, index: int) -> Aggregators | None:
     """The aggregators of file `index`, or None when the file has no
-    collective MPI-IO or the log cannot tell who did its POSIX I/O."""
+    collective MPI-IO or the log cannot tell who did its POSIX I/O (among
+    them: POSIX records missing, common.posix_missing)."""
     f = job.files[index]
     posix = f.layers.get(POSIX)
-    if not collective(f) or posix is None or not posix.bytes:
+    if not collective(f) or posix is None or not posix.bytes or posix_missing(job, index):
         return None
     callers = mpiio_callers(job, index)
-    if job.has_ops and len(file_ops(job, index, POSIX)):
+    if job.ops_complete(POSIX) and len(file_ops(job, index, POSIX)):
         agg = _from_ops(job, index, callers)
     elif posix.per_rank:
         agg = _from_rank_records(f, index, callers)

@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..model import MPIIO, READ, WRITE, Job
+from ..model import MPIIO, POSIX, READ, WRITE, Job
+
+# Under collective MPI-IO the aggregators' POSIX calls carry every byte the
+# ranks passed to MPI-IO (and more with read-modify-write).  A file whose
+# POSIX bytes fall below this fraction of its MPI-IO bytes lacks the POSIX
+# records of the ranks that did the rest: it cannot say who aggregated.
+MIN_POSIX_COVERAGE = 0.5
 
 def _data(ops: np.ndarray) -> np.ndarray:
     return (ops["kind"] == READ) | (ops["kind"] == WRITE)
@@ -30,6 +36,24 @@ def mpiio_callers(job: Job, index: int) -> int:
     if api.per_rank:
         return len(api.rank_bytes)
     return f.nranks or job.nprocs
+
+
+def posix_missing(job: Job, index: int) -> str:
+    """Why the log cannot say which ranks did the file's POSIX I/O ('' when
+    it can): the POSIX module is partial (a rank hit Darshan's record limit,
+    so its records are missing), or the POSIX records hold far fewer bytes
+    than MPI-IO moved."""
+    if "POSIX" in job.partial:
+        return ("the log marks the POSIX module partial (a rank hit Darshan's record "
+                "limit): some ranks' POSIX records are missing")
+    f = job.files[index]
+    api, posix = f.layers.get(MPIIO), f.layers.get(POSIX)
+    if api is not None and api.bytes and (posix is None or
+                                          posix.bytes < MIN_POSIX_COVERAGE * api.bytes):
+        seen = posix.bytes if posix is not None else 0
+        return (f"its POSIX records hold {seen} of the {api.bytes} bytes MPI-IO moved: the "
+                "POSIX records of the ranks that did the rest are missing")
+    return ""
 
 
 def collective(f) -> bool:

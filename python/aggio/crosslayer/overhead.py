@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..model import MPIIO, POSIX, Job
-from .common import collective, file_ops, mpiio_callers
+from .common import collective, file_ops, mpiio_callers, posix_missing
 
 @dataclass
 class Overhead:
@@ -51,10 +51,11 @@ class Overhead:
 def mpiio_overhead(job: Job, index: int) -> Overhead | None:
     f = job.files[index]
     api, posix = f.layers.get(MPIIO), f.layers.get(POSIX)
-    if api is None or posix is None or not api.ops:
-        return None
+    if api is None or posix is None or not api.ops or posix_missing(job, index):
+        return None     # never measured against POSIX records that are missing
     coll = collective(f)
-    if job.has_ops and len(file_ops(job, index, MPIIO)) and len(file_ops(job, index, POSIX)):
+    if job.ops_complete(MPIIO) and job.ops_complete(POSIX) and \
+            len(file_ops(job, index, MPIIO)) and len(file_ops(job, index, POSIX)):
         m, p = _rank_seconds(file_ops(job, index, MPIIO)), _rank_seconds(file_ops(job, index, POSIX))
         source, summary = "per-operation data", False
     elif api.per_rank and posix.per_rank:

@@ -7,6 +7,7 @@ the run and makes them agree with each other (fitting.finalize).
 from __future__ import annotations
 
 from . import balance, filesystem, interface, layers, requests  # noqa: F401  (registration)
+from . import cost, grounds
 from .base import REGISTRY, SEVERITIES, Finding, Fix
 from .fitting import finalize
 
@@ -23,5 +24,9 @@ def run_all(job, thresholds, only: list[str] | None = None) -> list[Finding]:
         if only and code not in only:
             continue
         found.extend(chk.func(job, thresholds))
-    found.sort(key=lambda f: (SEVERITIES.index(f.severity), f.code))
+    grounds.attach(job, found)
+    cost.attach(job, found, thresholds)
+    grounds.caveat(job, found)
+    grounds.withheld_notes(job)
+    found.sort(key=cost.sort_key)
     return finalize(job, found)

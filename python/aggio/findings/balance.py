@@ -111,7 +111,7 @@ def _imbalance_finding(f, hi, lo, source):
 
 @check("AGG-STRAGGLER", "Some ranks spend much longer in I/O than the others")
 def stragglers(job: Job, th) -> list[Finding]:
-    if job.has_ops:
+    if job.ops_complete(MPIIO) and job.ops_complete(POSIX):
         found = _straggler_from_ops(job, th)
         return [found] if found else []
     out = []

@@ -49,11 +49,16 @@ class Finding:
     evidence: dict
     fixes: list = field(default_factory=list)
     subject: str = "job"    # a file path, or "job"
+    # Issue 26: what the finding rests on (modules, counters, ranks: grounds.py)
+    # and what it costs the job (seconds, shares: cost.py), set by run_all.
+    rests_on: dict = field(default_factory=dict)
+    cost: dict | None = None
 
     def to_dict(self) -> dict:
         return {"code": self.code, "severity": self.severity, "title": self.title,
                 "subject": self.subject, "message": self.message,
-                "evidence": self.evidence, "fixes": [f.to_dict() for f in self.fixes]}
+                "evidence": self.evidence, "fixes": [f.to_dict() for f in self.fixes],
+                "rests_on": self.rests_on, "cost": self.cost}
 
 
 @dataclass

@@ -142,6 +142,7 @@ def finalize(job, findings: list) -> list:
     plan = Plan(job)
     files = {f.path: f for f in job.files}
     pending_hints, pending_lustre = [], []
+    stripes = _stripe_counts(job, findings, files)
     for finding in findings:
         subject = files.get(finding.subject)
         uses = file_uses(job, subject) if subject is not None else job_uses(job)
@@ -151,6 +152,7 @@ def finalize(job, findings: list) -> list:
                 continue
             if fix.kind == "hints":
                 if {"mpiio", "aggio"} & uses:
+                    _fit_cb_nodes(fix, stripes)
                     fix.hints, fix.label = plan.agree_hints(fix.hints, fix.path, finding.code)
                     fixes.append(fix)
                     pending_hints.append(fix)
@@ -168,6 +170,35 @@ def finalize(job, findings: list) -> list:
     _write_lustre(plan, pending_lustre)
     job.__dict__["fix_plan"] = plan
     return findings
+
+
+def _stripe_counts(job, findings, files) -> dict:
+    """path -> the stripe count the file will have: the first `lfs setstripe`
+    the report gives for it (as Plan.agree_stripes keeps the first), else
+    the count the log shows."""
+    counts = {p: f.stripe_count for p, f in files.items() if f.stripe_count}
+    asked: dict = {}
+    for finding in findings:
+        for fix in finding.fixes:
+            if fix.kind == "lustre" and fix.path in files:
+                asked.setdefault(fix.path, fix.lustre[0])
+    counts.update(asked)
+    return counts
+
+
+def _fit_cb_nodes(fix, stripes) -> None:
+    """cb_nodes for a striped file: a multiple or a divisor of the stripe
+    count the file gets (the rule AGG-AGGREGATORS checks), whichever finding
+    asks for it."""
+    count = stripes.get(fix.path, 0)
+    want = fix.hints.get("cb_nodes")
+    if not count or want is None:
+        return
+    want = int(want)
+    if want % count == 0 or count % want == 0:
+        return
+    fix.hints["cb_nodes"] = want - want % count if want > count else \
+        max(d for d in range(1, want + 1) if count % d == 0)
 
 
 def _hint_forms(plan, fix) -> list[Fix]:

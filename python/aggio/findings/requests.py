@@ -25,20 +25,36 @@ def small_requests(job: Job, th) -> list[Finding]:
     out = []
     limit = int(th["small_request_bytes"])
     for direction, plural in DIRECTIONS:
-        total, small, per_file = 0, 0, {}
-        for f in job.files:
+        total, small, at_most, per_file = 0, 0, 0, {}
+        for index, f in enumerate(job.files):
             st = f.layers.get(POSIX)
             if st is None:
                 continue
-            n = st.small(direction, limit)
+            n, most = small_count(job, index, st, direction, limit)
             total += getattr(st, plural)
-            small += n
+            small, at_most = small + n, at_most + most
             if n:
                 per_file[f.path] = n
         if small and small / max(total, 1) > th["small_request_fraction"] \
                 and small > th["small_request_min"]:
             out.append(_small_finding(job, direction, small, total, per_file, limit))
+            out[-1].evidence["small_requests_at_most"] = at_most
     return out
+
+
+def small_count(job: Job, index: int, st, direction: str, limit: int) -> tuple[int, int]:
+    """(at least, at most) POSIX requests of one file below `limit` bytes:
+    exact from operations when the log has all of them (a DXT module that is
+    not partial, or an aggio trace), else from the size bins split by the
+    most-common-size counters (LayerStats.small_range)."""
+    if job.ops_complete(POSIX):
+        kind = READ if direction == "read" else WRITE
+        ops = job.ops
+        sel = (ops["file"] == index) & (ops["layer"] == POSIX) & (ops["kind"] == kind)
+        if sel.any() and int(sel.sum()) == getattr(st, direction + "s"):
+            n = int((ops["length"][sel] < limit).sum())
+            return n, n
+    return st.small_range(direction, limit)
 
 
 def _small_finding(job, direction, small, total, per_file, limit):
@@ -153,7 +169,7 @@ def _library_reads(job, index) -> bool:
 def _distinct_bytes(job, index, kind, st, direction) -> int:
     """Distinct bytes touched: exact from operations, else the highest byte
     accessed + 1 (an upper bound, so redundancy is never overstated)."""
-    if job.has_ops:
+    if job.ops_complete(POSIX):
         sel = (job.ops["file"] == index) & (job.ops["layer"] == POSIX) & (job.ops["kind"] == kind)
         if sel.any():
             return union_length(job.ops["offset"][sel], job.ops["length"][sel])

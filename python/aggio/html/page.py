@@ -11,6 +11,7 @@ import json
 
 from .. import analysis
 from ..findings.base import FIX_LABELS, fmt_bytes
+from ..findings.cost import top
 from ..findings.balance import rank_io_time
 from ..model import KIND_NAMES, LAYER_NAMES, MPIIO, POSIX, STDIO, Job
 from . import figures
@@ -100,19 +101,30 @@ def _job_section(i, job: Job, found, view, th, call) -> str:
         out.append("<div class='note' id='empty-{0}'>No I/O was recorded in this input: "
                    "nothing to show.</div></section>".format(i))
         return "\n".join(out)
-    out.append(_findings_html(i, job, found))
+    out.append(_findings_html(i, job, found, int(th["top_findings"])))
     out.append(_files_html(i, job))
     out.append(_figures_html(i, view, th, call))
     out.append("</section>")
     return "\n".join(out)
 
 
-def _findings_html(i, job, found) -> str:
+def _findings_html(i, job, found, top_n: int = 3) -> str:
     out = [f"<h3>Findings</h3><div class='findings' id='findings-{i}'>"]
+    best = top(found, top_n)
+    if best:
+        items = "".join(f"<li><span class='code'>{f.code}</span> {_e(f.title)}: "
+                        f"{f.cost['seconds']:.3g} s per rank" +
+                        (f" ({100 * f.cost['share_of_io']:.0f}% of the I/O time)"
+                         if f.cost["share_of_io"] is not None else "") + "</li>"
+                        for f in best)
+        out.append(f"<div class='costliest' id='costliest-{i}'><b>Costliest findings</b>"
+                   f"<ol>{items}</ol></div>")
     if not found:
         out.append("<p>No findings above the thresholds.</p>")
     for f in found:
         ev = "".join(f"<tr><td>{_e(k)}</td><td>{_e(_ev(v))}</td></tr>" for k, v in f.evidence.items())
+        ev += "".join(f"<tr><td>{_e(k)}</td><td>{_e(_ev(v))}</td></tr>"
+                      for k, v in (("rests on", f.rests_on), ("cost", f.cost)) if v)
         fixes = "".join(_fix_html(x.to_dict()["label"], x.text) for x in f.fixes)
         subject = f" &middot; <span class='code'>{_e(f.subject)}</span>" if f.subject != "job" else ""
         out.append(f"<div class='finding {f.severity}' data-code='{f.code}'>"

@@ -357,6 +357,7 @@ def _add_notes(job, report, layout):
                          "it for truncation")
     for mod, desc in report.modules.items():
         if desc.get("partial_flag"):
+            job.partial.add(mod)
             job.notes.append(f"partial data: Darshan ran out of memory for the {mod} "
                              "module, so its records are incomplete")
     has_counters = any(m in report.modules for m in COUNTER_MODULES)
