@@ -7,6 +7,7 @@ the run and makes them agree with each other (fitting.finalize).
 from __future__ import annotations
 
 from . import balance, filesystem, interface, layers, requests  # noqa: F401  (registration)
+from . import rmw  # noqa: F401  (registration)
 from .base import REGISTRY, SEVERITIES, Finding, Fix
 from .fitting import finalize
 
