@@ -190,3 +190,19 @@ def test_a_short_rmw_call_is_no_call_finding(tmp_path):
     path = openpmd_trace(tmp_path, 0.1)
     assert found(path, "AGG-RMW-CALL") == []
     assert len(found(path, "AGG-RMW")) == 1        # the reads are still the library's
+
+
+def test_library_rewrites_are_not_the_programs_redundant_writes():
+    """The program wrote each byte once through MPI-IO; POSIX wrote 3.9x:
+    AGG-WRITE-AMP names it, and no 'write each region once' is given."""
+    job = e3sm_counters()
+    job.files[0].layers[2].max_byte_written = GiB - 1          # POSIX: the file is 1 GiB
+    out = run_all(job, Thresholds())
+    assert [f.code for f in out if f.code in ("AGG-WRITE-AMP", "AGG-REDUNDANT")] == \
+        ["AGG-WRITE-AMP"]
+    # the program's own MPI-IO writes going over the same bytes still are redundant
+    job = e3sm_counters()
+    job.files[0].layers[2].max_byte_written = GiB // 4 - 1
+    job.files[0].layers[1].bytes_written = GiB
+    (f,) = [x for x in run_all(job, Thresholds()) if x.code == "AGG-REDUNDANT"]
+    assert f.evidence["direction"] == "write"
