@@ -189,12 +189,14 @@ def rmw_calls(job: Job, index: int) -> list[CallReads]:
     first, last = np.full(n, np.iinfo(np.int64).max), np.full(n, -1)
     np.minimum.at(first, c, p["offset"])
     np.maximum.at(last, c, p["offset"] + p["length"])
+    span = int(p["rank"].max()) + 1
+    pairs = np.unique(c.astype(np.int64) * span + p["rank"])     # (call, rank) once each
+    aggregators = np.bincount(pairs // span, minlength=n)
     out = []
     for i in np.flatnonzero((sums["reads"] > 0) & (writes > 0)):
         out.append(CallReads(int(i), float(start[i]), float(end[i]), int(nbytes[i]),
                              int(sums["reads"][i]), int(sums["read_bytes"][i]),
                              float(sums["read_seconds"][i]), int(sums["written"][i]),
-                             int(first[i]), int(last[i]),
-                             len(np.unique(p["rank"][c == i]))))
+                             int(first[i]), int(last[i]), int(aggregators[i])))
     out.sort(key=lambda x: x.seconds, reverse=True)
     return out

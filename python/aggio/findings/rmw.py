@@ -120,8 +120,11 @@ def rmw_fixes(job, f, collective: bool) -> list[Fix]:
         # aggio's two-phase writes each run, holes untouched, when told so
         return hint_fixes({"romio_ds_write": "disable"}, f.path) + fixes
     fixes.append(Fix("code", 'MPI_Info_set(info, "romio_lustre_ds_in_coll", "disable");\n'
+                             'MPI_Info_set(info, "romio_ds_write", "disable");\n'
                              "/* ROMIO's Lustre driver: write the pieces, skip the read of the holes\n"
-                             "   (romio_ds_write does not control two-phase's read) */",
+                             "   (the first key for ROMIO 3.x and Open MPI's romio321, the second for\n"
+                             "   the newest MPICH Lustre driver; ROMIO's generic two-phase code, on\n"
+                             "   other file systems, reads the holes whatever either says) */",
                      needs=frozenset({"lustre", "mpiio"})))
     spec = hintforms.env_value([(hintforms.pattern_for(f.path),
                                  {"aggio_strategy": "two_phase", "romio_ds_write": "disable"})])
