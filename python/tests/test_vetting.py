@@ -29,7 +29,8 @@ def test_striping_unit_below_lustres_minimum_is_left_out():
     assert not any("striping_unit" in t for t in texts([f]))
     assert any("romio_cb_write=enable" in t for t in texts([f]))
     assert f.evidence["left_out_of_fixes"] == [
-        "striping_unit=4096 left out: Lustre's stripe size is a multiple of 64 KiB (64 KiB at least)"]
+        "striping_unit=4096 left out: Lustre's stripe size is a multiple of 64 KiB "
+        "(64 KiB at least)"]
     assert "fixes checked against the log" in f.message
 
 
@@ -99,6 +100,7 @@ def test_a_line_outside_the_plan_that_disagrees_is_dropped():
 
 
 def test_parse_aggio_hints_keeps_quoted_values():
-    assert parse_aggio_hints('export AGGIO_HINTS="*:cb_config_list=#*:1#:cb_nodes=4,/a:cb_nodes=2"') \
-        == [("*", {"cb_config_list": "*:1", "cb_nodes": "4"}), ("/a", {"cb_nodes": "2"})]
+    line = 'export AGGIO_HINTS="*:cb_config_list=#*:1#:cb_nodes=4,/a:cb_nodes=2"'
+    assert parse_aggio_hints(line) == [("*", {"cb_config_list": "*:1", "cb_nodes": "4"}),
+                                       ("/a", {"cb_nodes": "2"})]
     assert parse_aggio_hints("lfs setstripe -c 4 /a") == []

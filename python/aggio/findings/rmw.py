@@ -97,40 +97,46 @@ def _rmw_finding(job, f, pr, cost, th):
                    rmw_fixes(job, f, coll), subject=f.path)
 
 
+# What the collective-write fixes say (code snippets, kept as data).
+DOMAINS = ("/* make the call's file domains cover what it writes: two-phase splits\n"
+           "   the range from the call's first to its last byte among the aggregators,\n"
+           "   and each reads every hole of its buffer first.  Write the pieces that\n"
+           "   fill a range in one call (all variables of a record; one contiguous\n"
+           "   block per rank), or keep what one call writes close together */")
+PNETCDF_ONE_CALL = ("ncmpi_iput_vara_double(ncid, varid[i], start, count, buf[i], &req[i]);\n"
+                    "ncmpi_wait_all(ncid, nvars, req, status);   "
+                    "/* PnetCDF: one collective write for all */")
+HDF5_CHUNKS = "H5Pset_chunk(dcpl, ndims, block_dims);   /* HDF5: a chunk per rank's block */"
+LUSTRE_NO_HOLE_READ = (
+    'MPI_Info_set(info, "romio_lustre_ds_in_coll", "disable");\n'
+    'MPI_Info_set(info, "romio_ds_write", "disable");\n'
+    "/* ROMIO's Lustre driver: write the pieces, skip the read of the holes\n"
+    "   (the first key for ROMIO 3.x and Open MPI's romio321, the second for\n"
+    "   the newest MPICH Lustre driver; ROMIO's generic two-phase code, on\n"
+    "   other file systems, reads the holes whatever either says) */")
+AGGIO_RUN = ("aggio through aggio-run (mpiexec ... aggio-run ./program, unmodified MPI-IO "
+             "programs): its two-phase writes each run and reads no hole")
+
+
 def rmw_fixes(job, f, collective: bool) -> list[Fix]:
     """Fixes that work on the path the log shows (the module docstring)."""
     if not collective:
         fixes = hint_fixes({"romio_ds_write": "disable"}, f.path)
-        fixes.append(Fix("code", "/* or leave no holes: each rank's pieces contiguous and aligned,\n"
-                                 "   e.g. pad records to the file-system block */"))
+        fixes.append(Fix("code", "/* or leave no holes: each rank's pieces contiguous and "
+                                 "aligned,\n   e.g. pad records to the file-system block */"))
         fixes.append(Fix("code", "H5Pset_alignment(fapl, 0, 1048576);  /* HDF5: align datasets */",
                          needs=frozenset({"hdf5"})))
         return fixes
-    fixes = [Fix("code", "/* make the call's file domains cover what it writes: two-phase splits the\n"
-                         "   range from the call's first to its last byte among the aggregators, and\n"
-                         "   each reads every hole of its buffer first.  Write the pieces that fill a\n"
-                         "   range in one call (all variables of a record; one contiguous block per\n"
-                         "   rank), or keep what one call writes close together in the file */"),
-             Fix("code", "ncmpi_iput_vara_double(ncid, varid[i], start, count, buf[i], &req[i]);\n"
-                         "ncmpi_wait_all(ncid, nvars, req, status);   /* PnetCDF: one collective "
-                         "write for all of them */", needs=frozenset({"pnetcdf"})),
-             Fix("code", "H5Pset_chunk(dcpl, ndims, block_dims);   /* HDF5: chunks of one rank's "
-                         "block, no holes inside a chunk */", needs=frozenset({"hdf5"}))]
+    fixes = [Fix("code", DOMAINS),
+             Fix("code", PNETCDF_ONE_CALL, needs=frozenset({"pnetcdf"})),
+             Fix("code", HDF5_CHUNKS, needs=frozenset({"hdf5"}))]
     if job.kind == "aggio-trace":
         # aggio's two-phase writes each run, holes untouched, when told so
         return hint_fixes({"romio_ds_write": "disable"}, f.path) + fixes
-    fixes.append(Fix("code", 'MPI_Info_set(info, "romio_lustre_ds_in_coll", "disable");\n'
-                             'MPI_Info_set(info, "romio_ds_write", "disable");\n'
-                             "/* ROMIO's Lustre driver: write the pieces, skip the read of the holes\n"
-                             "   (the first key for ROMIO 3.x and Open MPI's romio321, the second for\n"
-                             "   the newest MPICH Lustre driver; ROMIO's generic two-phase code, on\n"
-                             "   other file systems, reads the holes whatever either says) */",
-                     needs=frozenset({"lustre", "mpiio"})))
+    fixes.append(Fix("code", LUSTRE_NO_HOLE_READ, needs=frozenset({"lustre", "mpiio"})))
     spec = hintforms.env_value([(hintforms.pattern_for(f.path),
                                  {"aggio_strategy": "two_phase", "romio_ds_write": "disable"})])
-    fixes.append(Fix("aggio-hints", f'export AGGIO_HINTS="{spec}"',
-                     label="aggio through aggio-run (mpiexec ... aggio-run ./program, unmodified "
-                           "MPI-IO programs): its two-phase writes each run and reads no hole",
+    fixes.append(Fix("aggio-hints", f'export AGGIO_HINTS="{spec}"', label=AGGIO_RUN,
                      needs=frozenset({"mpiio"})))
     return fixes
 
