@@ -220,6 +220,7 @@ class Job:
     node_names: list = field(default_factory=list)
     damaged: list = field(default_factory=list)  # parts of the input that could not be read
     fstype: str = ""                 # file system type when the input says it
+    mounts: list = field(default_factory=list)   # (mount point, fs type) the log lists
 
     def layer_total(self, layer: int) -> LayerStats:
         total = LayerStats()

@@ -46,6 +46,14 @@ DEFAULTS: dict[str, tuple[float, str]] = {
     "min_io_seconds": (1.0, "no HIGH finding on a job with less I/O time per rank than this ..."),
     "min_io_bytes": (16 << 20, "... or fewer bytes than this"),
     "top_findings": (3, "the report's top lists this many findings, costliest first"),
+    "rmw_time_fraction": (0.25, "... or: those reads take above this fraction of the POSIX time "
+                                "on the file ..."),
+    "rmw_min_reads": (1000, "... and number above this many, or cost above rmw_min_seconds"),
+    "rmw_min_seconds": (1.0, "seconds of read-modify-write on the busiest rank that count"),
+    "write_amp_ratio": (1.5, "POSIX bytes written above this x the MPI-IO bytes written ..."),
+    "write_amp_min_bytes": (1 << 20, "... and at least this many bytes beyond them"),
+    "rmw_call_fraction": (0.1, "one collective write above this fraction of the run ..."),
+    "rmw_call_read_ratio": (1.0, "... whose aggregators read above this x the bytes it wrote"),
     "phase_gap_fraction": (0.02, "idle gap (fraction of the run) that separates I/O phases"),
     "max_plot_points": (200_000, "above this many operations the timeline is aggregated"),
 }

@@ -112,22 +112,54 @@ def main(argv: list[str] | None = None) -> int:
         rp = replay.build(pattern, args.nranks, args.max_bytes, args.scale, args.min_bytes)
         bench = benchrun.find_bench(args.bench)
         prefix, env, flavor = benchrun.launcher(bench, rp.nranks, args.mpiexec)
-        configs = configurations(rp.pattern, advised, flavor)
+        configs, left_out = drop_independent(configurations(rp.pattern, advised, flavor),
+                                             aggregators_fit(jobs[0], pattern.path))
         measure(configs, rp, prefix, env, bench, args)
     except (InputError, PatternError, KeyError, ValueError, OSError,
             benchrun.BenchError) as exc:
         print(f"aggio tune: {exc}", file=sys.stderr)
         return 1
     result = outcome(rp, configs, advised)
+    result["left_out"] = left_out
     print(json.dumps(result, indent=1) if args.json else render(result))
     return 0
 
 
 def advised_hints(job, th, path: str) -> dict:
     """The hints `advise` gives for the replayed file."""
-    run_all(job, th)
+    job.__dict__["findings"] = run_all(job, th)
     plan = job.__dict__.get("fix_plan")
     return plan.for_file(path) if plan else {}
+
+
+def aggregators_fit(job, path: str) -> str:
+    """Why independent I/O is no candidate for `path` ("" when it may be):
+    `advise` (run by advised_hints) found collective-buffering aggregators
+    that fit the file's stripes.  A replay on a few ranks of this machine
+    cannot show what aggregation saves at the log's scale, so tune does not
+    recommend giving it up."""
+    for f in job.__dict__.get("findings", []):
+        if f.code == "AGG-AGGREGATORS" and f.subject == path and f.evidence.get("fits_stripes"):
+            return (f"advise finds {f.evidence['aggregators']} collective-buffering "
+                    f"aggregators that fit the {f.evidence['stripe_count']} stripes of {path} "
+                    "(AGG-AGGREGATORS)")
+    return ""
+
+
+def independent(c: Config) -> bool:
+    """A configuration that gives up collective buffering."""
+    return (not c.collective or c.hints.get("aggio_strategy") == "independent"
+            or c.hints.get("romio_cb_write") == "disable")
+
+
+def drop_independent(configs: list[Config], why: str) -> tuple[list[Config], list]:
+    """(configurations to run, [[name, why]] of those left out): when `why`
+    says the aggregators fit, every configuration but the baseline that
+    gives up collective buffering is left out."""
+    if not why:
+        return configs, []
+    left = [c for c in configs if not c.baseline and independent(c)]
+    return [c for c in configs if c not in left], [[c.name, why] for c in left]
 
 
 def measure(configs, rp, prefix, env, bench, args) -> None:
@@ -224,6 +256,8 @@ def render(result: dict) -> str:
                      f"{c['median']:9.1f} {min(v):9.1f} {max(v):9.1f} "
                      f"{(c['speedup'] or 0):7.2f}x  {hints}")
     lines.append("* the MPI library's default, as the program calls it; speedups are against it")
+    for name, why in result.get("left_out", []):
+        lines.append(f"left out: {name} - {why}")
     lines.append("")
     if result["winner_beats_default"]:
         win = next(c for c in result["configs"] if c["name"] == result["winner"])

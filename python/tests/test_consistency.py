@@ -3,6 +3,7 @@ finding or fix must not break, checked on every shared log and on synthetic
 jobs of each kind.  Each rule reads the counters itself, not the finding's
 evidence."""
 import os
+import re
 
 import numpy as np
 import pytest
@@ -46,6 +47,7 @@ def contradictions(job, found, th) -> list[str]:
                 "LUSTRE" in job.modules or any(x.stripe_count for x in job.files)):
             out.append(f"{f.code}: Lustre striping without a striped file")
         out += _code_rules(f, job, subject, api, th)
+        out += _fact_rules(f, job, files, subject, api)
         for key in ("median_mpiio_seconds_per_rank", "max_rank_metadata_seconds"):
             if per_rank_limit and f.evidence.get(key, 0) > per_rank_limit:
                 out.append(f"{f.code}: {key}={f.evidence[key]} exceeds the run time "
@@ -82,6 +84,26 @@ def _code_rules(f, job, subject, api, th):
             out.append("AGG-METADATA high without a rank over the limit")
     if f.code == "AGG-STRIPE" and subject and f.evidence["stripe_count"] != subject.stripe_count:
         out.append("AGG-STRIPE stripe count differs from the file's")
+    return out
+
+
+def _fact_rules(f, job, files, subject, api):
+    """Issue 26: values the file system refuses, promises the program breaks,
+    striping a file system's root."""
+    out = []
+    mounts = {m for m, _ in job.mounts}
+    for x in f.fixes:
+        if x.kind in HINT_KINDS:
+            for m in re.finditer(r"striping_unit[= ](\d+)", x.text):
+                if int(m.group(1)) < 65536 or int(m.group(1)) % 65536:
+                    out.append(f"{f.code}: striping_unit={m.group(1)} is no Lustre stripe size")
+            if re.search(r"romio_no_indep_rw[= ]true", x.text) and \
+                    api is not None and api.indep_reads + api.indep_writes:
+                out.append(f"{f.code}: romio_no_indep_rw=true for a program with independent calls")
+        if x.kind == "lustre":
+            target = x.text.split()[-1]
+            if target not in files and (target in mounts or target.count("/") < 2):
+                out.append(f"{f.code}: lfs setstripe on {target}, a file system's root")
     return out
 
 
@@ -160,8 +182,15 @@ def test_the_rules_catch_a_contradiction(tmp_path):
                    [Fix("code", "H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE);")]),
            Finding("AGG-X", "warn", "x", "x", {"a": 1},
                    [Fix("lustre", "lfs setstripe -c 1 /d"), Fix("lustre", "lfs setstripe -c 4 /d")])]
+    bad.append(Finding("AGG-Y", "warn", "x", "x", {"a": 1},
+                       [Fix("aggio-hints", 'export AGGIO_HINTS="*:striping_unit=4096"'),
+                        Fix("cray-hints", 'export MPICH_MPIIO_HINTS="*:romio_no_indep_rw=true"'),
+                        Fix("lustre", "lfs setstripe -c 8 /scratch")]))
     job.kind = "darshan"
     found = contradictions(job, bad, Thresholds())
+    assert any("striping_unit=4096 is no Lustre stripe size" in c for c in found)
+    assert any("romio_no_indep_rw=true for a program with independent" in c for c in found)
+    assert any("lfs setstripe on /scratch" in c for c in found)
     assert any("two layouts for /d" in c for c in found)
     assert any("HDF5 call" in c for c in found)
     assert any("Lustre striping without" in c for c in found)

@@ -5,13 +5,14 @@ import json
 import os
 
 import pytest
-from builders import TraceBuilder, posix_writes
+from builders import TraceBuilder, posix_writes, two_phase_write
 from hintcheck import parse_fix
 from paths import BENCH, DXT_LOG, LOGS, requires_bench, requires_hints_parser, requires_shared
 
 from aggio import cli, hintforms, replay, tune
 from aggio.pattern import PatternError, detect
 from aggio.sources import load_jobs
+from aggio.thresholds import Thresholds
 
 MiB = 1 << 20
 T = 47008
@@ -142,6 +143,33 @@ def test_tune_configurations(tmp_path):
     assert all(c.code_change for c in configs if c.api == "AGGIO" or c.collective)
     mpich = [c.name for c in tune.configurations(pat, {}, "mpich")]
     assert "Open MPI ROMIO" not in mpich and "aggio + advised hints" not in mpich
+
+
+def _aggregated(tmp_path, stripes, unit):
+    path = two_phase_write(16, [0, 4, 8, 12], calls=4, rounds=2, buffer=MiB).write(
+        tmp_path / f"agg{stripes}", aggregators=[0, 4, 8, 12], per_node=4,
+        meta={"path": "/lus/run/out.dat", "hints": {"striping_factor": str(stripes),
+                                                    "striping_unit": str(unit)}})
+    job = load_jobs([path])[0]
+    pat = detect(job)
+    tune.advised_hints(job, Thresholds(), pat.path)
+    return job, pat
+
+
+def test_tune_keeps_collective_buffering_where_advise_calls_it_a_fit(tmp_path):
+    """Issue 26: advise finds aggregators that fit the stripes; tune must not
+    then crown independent I/O from a replay on a few ranks of this machine."""
+    job, pat = _aggregated(tmp_path, 4, MiB)
+    why = tune.aggregators_fit(job, pat.path)
+    assert "4 collective-buffering aggregators that fit the 4 stripes" in why
+    configs, left = tune.drop_independent(tune.configurations(pat, {}, "openmpi"), why)
+    assert left == [["aggio independent", why]]
+    assert configs[0].baseline and not any(tune.independent(c) for c in configs)
+    # aggregators that do not fit: independent I/O stays a candidate
+    job, pat = _aggregated(tmp_path, 3, 768 * 1024)
+    assert tune.aggregators_fit(job, pat.path) == ""
+    configs, left = tune.drop_independent(tune.configurations(pat, {}, "openmpi"), "")
+    assert left == [] and "aggio independent" in [c.name for c in configs]
 
 
 def test_tune_names_the_winner_and_its_line():

@@ -20,6 +20,8 @@ Nothing here decides what is a problem: findings/layers.py does.
 """
 
 from .aggregators import Aggregators, aggregators
+from .amplification import (CallReads, RmwCost, WriteAmplification, rmw_calls, rmw_cost,
+                            write_amplification)
 from .calls import (CallTable, CollectiveCall, call_ops, call_table, collective_call,
                     collective_calls, collective_ordinals, last_finishers, make_call)
 from .common import collective, containing, file_ops, mpiio_callers, posix_missing
@@ -30,4 +32,5 @@ __all__ = ["Aggregators", "aggregators", "CallTable", "CollectiveCall", "call_op
            "call_table", "collective_call", "collective_calls", "collective_ordinals",
            "last_finishers", "make_call", "collective", "containing", "file_ops",
            "mpiio_callers", "posix_missing", "Overhead", "mpiio_overhead", "PosixReads",
-           "posix_reads"]
+           "posix_reads", "CallReads", "RmwCost", "WriteAmplification", "rmw_calls",
+           "rmw_cost", "write_amplification"]

@@ -2,14 +2,16 @@
 
 Importing this package registers every check (one module per group);
 run_all() runs them on a Job, most severe first, then fits their fixes to
-the run and makes them agree with each other (fitting.finalize).
+the run and makes them agree with each other (fitting.finalize), and checks
+each fix against the log and the other fixes (vetting.check_fixes).
 """
 from __future__ import annotations
 
 from . import balance, filesystem, interface, layers, requests  # noqa: F401  (registration)
 from . import cost, grounds
+from . import rmw  # noqa: F401  (registration)
 from .base import REGISTRY, SEVERITIES, Finding, Fix
-from .fitting import finalize
+from .vetting import check_fixes
 
 __all__ = ["REGISTRY", "Finding", "Fix", "run_all", "unknown_codes"]
 
@@ -29,4 +31,4 @@ def run_all(job, thresholds, only: list[str] | None = None) -> list[Finding]:
     grounds.caveat(job, found)
     grounds.withheld_notes(job)
     found.sort(key=cost.sort_key)
-    return finalize(job, found)
+    return check_fixes(job, found)

@@ -235,7 +235,8 @@ def _write_lustre(plan, pending) -> None:
         directory = os.path.dirname(fix.path) or "."
         layouts = {plan.stripes.get(p, (None, None, None))[:2] for p in by_dir[directory]}
         size_opt = f" -S {lfs_size(size)}" if size else ""
-        if len(layouts) == 1:
+        from .vetting import may_stripe_directory   # never a file system's root
+        if len(layouts) == 1 and may_stripe_directory(plan.job, directory):
             fix.text = f"lfs setstripe -c {count}{size_opt} {directory}"
             fix.label = f"Lustre striping for new files in {directory} (before they are created)"
         else:

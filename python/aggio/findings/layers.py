@@ -1,8 +1,8 @@
 """Findings that join the layers (the crosslayer package): who the
 collective-buffering aggregators are and whether they fit the file system, a
 single aggregator,
-a straggling aggregator, MPI-IO time far beyond its POSIX time, and POSIX
-reads that are the MPI-IO library's read-modify-write, not the program's."""
+a straggling aggregator, and MPI-IO time far beyond its POSIX time (the
+library's read-modify-write beneath MPI-IO writes: rmw.py)."""
 from __future__ import annotations
 
 import numpy as np
@@ -270,39 +270,3 @@ def _overhead_finding(job, f, ov):
     return Finding("AGG-MPIIO-OVERHEAD", "high" if ov.beyond / ov.median_mpiio > 0.8 else "warn",
                    "MPI-IO time far beyond its POSIX time", msg, evidence, fixes, subject=f.path)
 
-
-# ---------------------------------------------------- read-modify-write
-
-@check("AGG-RMW", "POSIX reads beneath MPI-IO writes: the library's read-modify-write")
-def read_modify_write(job: Job, th) -> list[Finding]:
-    out = []
-    for index, f in enumerate(job.files):
-        pr = xl.posix_reads(job, index)
-        if pr is not None and pr.read_modify_write and pr.rmw_bytes > th["rmw_min_bytes"]:
-            out.append(_rmw_finding(f, pr))
-    return out
-
-
-def _rmw_finding(f, pr):
-    coll = pr.collective_writes > 0
-    evidence = {"posix_reads": pr.posix_reads, "posix_read_bytes": pr.posix_read_bytes,
-                "mpiio_reads": pr.mpiio_reads, "mpiio_writes": pr.mpiio_writes,
-                "collective_writes": pr.collective_writes,
-                "reads_inside_mpiio_writes": pr.inside_writes if pr.inside_writes >= 0 else None,
-                "read_bytes_inside_mpiio_writes": pr.rmw_bytes,
-                "reads_written_back": pr.rewritten if pr.rewritten >= 0 else None}
-    where = (f"{pr.inside_writes} of them inside MPI-IO write calls" if pr.inside_writes >= 0
-             else f"and the program made {pr.mpiio_reads} MPI-IO reads")
-    msg = (f"{pr.posix_reads} POSIX reads ({fmt_bytes(pr.posix_read_bytes)}) on {f.path}, "
-           f"{where}: these are the MPI-IO library's read-modify-write "
-           + ("(collective buffering reads each buffer's span to fill the holes between "
-              "the ranks' pieces)" if coll else
-              "(data sieving: independent writes with holes read the whole span first)")
-           + ", not reads by the program")
-    fixes = hint_fixes({"romio_ds_write": "disable"}, f.path)
-    fixes.append(Fix("code", "/* or leave no holes: each rank's pieces contiguous and aligned,\n"
-                             "   e.g. pad records to the file-system block */"))
-    fixes.append(Fix("code", "H5Pset_alignment(fapl, 0, 1048576);  /* HDF5: align datasets */",
-                     needs=frozenset({"hdf5"})))
-    return Finding("AGG-RMW", "warn", "Read-modify-write beneath MPI-IO writes", msg, evidence,
-                   fixes, subject=f.path)

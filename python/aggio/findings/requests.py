@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import crosslayer as xl
-from ..model import POSIX, READ, WRITE, Job
+from ..model import MPIIO, POSIX, READ, WRITE, Job
 from .base import Finding, Fix, check, fmt_bytes, hint_fixes, pct, top
 
 DIRECTIONS = (("read", "reads"), ("write", "writes"))
@@ -154,6 +154,8 @@ def redundant(job: Job, th) -> list[Finding]:
             if direction == "read" and _library_reads(job, index):
                 continue   # read-modify-write of MPI-IO's (AGG-RMW), not the program's
             distinct = _distinct_bytes(job, index, kind, st, direction)
+            if direction == "write" and _library_writes(f, distinct, th):
+                continue   # the library writes back what it read (AGG-WRITE-AMP)
             extra = moved - distinct
             if distinct >= 0 and extra > th["redundant_min_bytes"] \
                     and moved > distinct * (1 + th["redundant_fraction"]):
@@ -164,6 +166,15 @@ def redundant(job: Job, th) -> list[Finding]:
 def _library_reads(job, index) -> bool:
     pr = xl.posix_reads(job, index)
     return pr is not None and pr.read_modify_write
+
+
+def _library_writes(f, distinct, th) -> bool:
+    """The program wrote each byte once through MPI-IO: the POSIX bytes
+    beyond are the library's (two-phase or data sieving writing back whole
+    spans), not the program's."""
+    api = f.layers.get(MPIIO)
+    return api is not None and api.bytes_written > 0 and distinct >= 0 and \
+        api.bytes_written <= distinct * (1 + th["redundant_fraction"])
 
 
 def _distinct_bytes(job, index, kind, st, direction) -> int:

@@ -140,6 +140,7 @@ def _job_header(path, report) -> Job:
               modules=set(report.modules))
     # The job metadata's "h" holds the hints Darshan itself used to write the
     # log (DARSHAN_LOGHINTS), not the application's: it is not read here.
+    job.mounts = [(str(m[0]), str(m[1])) for m in getattr(report, "mounts", None) or []]
     return job
 
 
