@@ -43,9 +43,10 @@ def load_jobs(paths: list[str]) -> list[Job]:
         except TraceError as exc:
             raise InputError(str(exc)) from exc
     for path in others:
-        from .darshan import DarshanError, load_darshan
+        from .darshan import DarshanError
+        from .darshan_isolated import load_darshan_isolated
         try:
-            jobs.append(load_darshan(path))
+            jobs.append(load_darshan_isolated(path))
         except DarshanError as exc:
             raise InputError(str(exc)) from exc
     return jobs

@@ -35,7 +35,50 @@ class DarshanError(ValueError):
     """The file is not a readable Darshan log."""
 
 
-def load_darshan(path: str) -> Job:
+def load_darshan(path: str, skip=frozenset(), stage=None) -> Job:
+    """Reads the log in this process (darshan_isolated runs it in a child).
+    stage(name), when given, is called before each step that runs
+    libdarshan-util ("header", then each module's name); the modules in skip
+    are not read."""
+    stage = stage or (lambda name: None)
+    layout = checked_layout(path)
+    try:
+        import darshan  # imported here: the trace-only paths need no PyDarshan
+    except ImportError as exc:  # an optional dependency (aggio[darshan])
+        raise DarshanError(f"{path}: reading Darshan logs needs PyDarshan "
+                           "(pip install 'aggio[darshan]')") from exc
+    stage("header")
+    with _c_stderr() as messages:
+        try:
+            report = darshan.DarshanReport(path, read_all=False)
+        except Exception as exc:  # PyDarshan raises several types
+            raise DarshanError(f"{path}: not a readable Darshan log ({exc})") from exc
+    whole = _whole_modules(report, layout) - set(skip)
+    job = _job_header(path, report)
+    job.damaged += _lost_modules(report, layout, whole | set(skip))
+    files: dict[int, FileInfo] = {}
+    for mod, layer in COUNTER_MODULES.items():
+        if mod in whole:
+            stage(mod)
+            if _read_module(job, report, mod):
+                _add_counters(job, report, mod, layer, files)
+    if "LUSTRE" in whole:
+        stage("LUSTRE")
+        if _read_module(job, report, "LUSTRE"):
+            _add_lustre(report, files)
+    _finish_files(job, report, files)
+    _add_dxt(job, report, path, files, whole, stage)
+    _add_notes(job, report, layout)
+    job.damaged += _library_errors(messages)
+    if job.damaged and not job.files:
+        raise DarshanError(f"{path}: damaged or truncated Darshan log, nothing could be "
+                           "read: " + "; ".join(job.damaged))
+    return job
+
+
+def checked_layout(path: str):
+    """The log's header (darshan_layout), or DarshanError when it is not a
+    Darshan log or is cut before its file names: no libdarshan-util needed."""
     layout = read_layout(path)
     if layout is None:
         raise DarshanError(f"{path}: not a Darshan log (no Darshan 3 header)")
@@ -44,33 +87,7 @@ def load_darshan(path: str) -> Job:
             f"{path}: damaged or truncated Darshan log: {layout.size} bytes of the "
             f"{layout.expected} its header promises; even the job and file-name "
             "records are cut, so nothing can be read")
-    try:
-        import darshan  # imported here: the trace-only paths need no PyDarshan
-    except ImportError as exc:  # an optional dependency (aggio[darshan])
-        raise DarshanError(f"{path}: reading Darshan logs needs PyDarshan "
-                           "(pip install 'aggio[darshan]')") from exc
-    with _c_stderr() as messages:
-        try:
-            report = darshan.DarshanReport(path, read_all=False)
-        except Exception as exc:  # PyDarshan raises several types
-            raise DarshanError(f"{path}: not a readable Darshan log ({exc})") from exc
-    whole = _whole_modules(report, layout)
-    job = _job_header(path, report)
-    job.damaged += _lost_modules(report, layout, whole)
-    files: dict[int, FileInfo] = {}
-    for mod, layer in COUNTER_MODULES.items():
-        if mod in whole and _read_module(job, report, mod):
-            _add_counters(job, report, mod, layer, files)
-    if "LUSTRE" in whole and _read_module(job, report, "LUSTRE"):
-        _add_lustre(report, files)
-    _finish_files(job, report, files)
-    _add_dxt(job, report, path, files, whole)
-    _add_notes(job, report, layout)
-    job.damaged += _library_errors(messages)
-    if job.damaged and not job.files:
-        raise DarshanError(f"{path}: damaged or truncated Darshan log, nothing could be "
-                           "read: " + "; ".join(job.damaged))
-    return job
+    return layout
 
 
 @contextlib.contextmanager
@@ -274,13 +291,14 @@ def _finish_files(job, report, files):
     job.__dict__["_ids"] = {rid: i for i, rid in enumerate(files)}
 
 
-def _add_dxt(job, report, path, files, whole):
+def _add_dxt(job, report, path, files, whole, stage):
     mods = [m for m in DXT_MODULES if m in whole]
     ids = job.__dict__.pop("_ids")
     if not mods:
         return
     parts = []
     for mod in mods:
+        stage(mod)
         for rec_id, rank, writes, reads in _dxt_segments(job, path, mod):
             if rec_id not in ids:
                 files[rec_id] = FileInfo(path=_name(report, rec_id))

@@ -10,7 +10,10 @@ errors, returns zeros or aborts the process, so the reader checks first and
 reads only whole regions.
 
 Header layouts (darshan-log-format.h): up to format 3.21, 16 module slots and
-a 4-byte partial flag; from 3.41 on, 64 slots and an 8-byte flag.
+a 4-byte partial flag; from 3.41 on, 64 slots and an 8-byte flag.  A log
+written on a big-endian machine (POWER, Blue Gene) holds every number in
+that byte order: darshan-util recognises it by the magic number read
+backwards and swaps as it reads, and so does this reader.
 """
 from __future__ import annotations
 
@@ -32,6 +35,7 @@ class Layout:
     names_whole: bool = True
     module_ends: dict = field(default_factory=dict)   # module slot -> end offset
     checked: bool = False
+    byte_order: str = "<"            # struct's "<" (little-endian) or ">" (big-endian)
 
     @property
     def truncated(self) -> bool:
@@ -42,6 +46,16 @@ class Layout:
         return end is None or end <= self.size
 
 
+def byte_order(head: bytes) -> str | None:
+    """"<" or ">" by the magic number at offset 8, None when it is not there."""
+    if len(head) < 16:
+        return None
+    for order in "<>":
+        if struct.unpack_from(order + "q", head, 8)[0] == MAGIC:
+            return order
+    return None
+
+
 def looks_like_darshan(path: str) -> bool:
     """True when the file starts as a Darshan 3 log (version text, magic)."""
     try:
@@ -49,8 +63,7 @@ def looks_like_darshan(path: str) -> bool:
             head = f.read(16)
     except OSError:
         return False
-    return len(head) == 16 and head[:2] == b"3." and \
-        struct.unpack_from("<q", head, 8)[0] == MAGIC
+    return head[:2] == b"3." and byte_order(head) is not None
 
 
 def read_layout(path: str) -> Layout | None:
@@ -58,10 +71,11 @@ def read_layout(path: str) -> Layout | None:
     size = os.path.getsize(path)
     with open(path, "rb") as f:
         head = f.read(48 + 64 * 20)
-    if len(head) < 16 or struct.unpack_from("<q", head, 8)[0] != MAGIC:
+    order = byte_order(head)
+    if order is None:
         return None
     version = head[:8].split(b"\0")[0].decode("ascii", "replace")
-    layout = Layout(version=version, size=size)
+    layout = Layout(version=version, size=size, byte_order=order)
     fmt = _LAYOUTS.get(version[:3])
     if fmt is None:
         return layout                # a format this reader does not know: unchecked
@@ -71,9 +85,9 @@ def read_layout(path: str) -> Layout | None:
         layout.checked, layout.expected = True, header_end
         layout.job_whole = layout.names_whole = False
         return layout
-    name_off, name_len = struct.unpack_from("<QQ", head, name_at)
+    name_off, name_len = struct.unpack_from(order + "QQ", head, name_at)
     for slot in range(slots):
-        off, length = struct.unpack_from("<QQ", head, name_at + 16 + 16 * slot)
+        off, length = struct.unpack_from(order + "QQ", head, name_at + 16 + 16 * slot)
         if length:
             layout.module_ends[slot] = off + length
     layout.checked = True

@@ -1,0 +1,175 @@
+"""Every Darshan log is read or refused with a message, never the end of
+the tool: each real log (every Darshan 3.x format at hand), logs written on
+big-endian machines, single-byte corruptions, and libdarshan-util crashing
+or hanging (darshan_isolated reads each log in a child process)."""
+import glob
+import os
+import signal
+import struct
+import time
+
+import pytest
+
+from aggio import cli
+from aggio.model import POSIX
+from aggio.sources import InputError, load_jobs
+from aggio.sources import darshan_isolated
+from aggio.sources.darshan_layout import read_layout
+from paths import LOGS, SHARED
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CORPUS = os.path.join(HERE, "..", "..", "tests", "fuzz", "corpus", "darshan")
+MPI_IO_TEST = os.path.join(CORPUS, "mpi-io-test-3.41.darshan")   # POSIX, MPI-IO, STDIO
+
+
+def _pydarshan_logs():
+    """The logs PyDarshan ships (format 3.10 among them, which ../shared lacks)."""
+    try:
+        import darshan
+    except ImportError:
+        return []
+    root = os.path.dirname(darshan.__file__)
+    return sorted(glob.glob(os.path.join(root, "tests", "input", "*.darshan")))
+
+
+def _all_logs():
+    params = [pytest.param(p, id=os.path.relpath(p, SHARED)) for p in LOGS]
+    params += [pytest.param(p, id="pydarshan/" + os.path.basename(p))
+               for p in _pydarshan_logs()]
+    if not LOGS:
+        params.append(pytest.param(None, marks=pytest.mark.skip(
+            reason=f"no shared Darshan logs at {SHARED} (a bare clone): only PyDarshan's "
+                   "own logs are read")))
+    return params
+
+
+@pytest.mark.parametrize("log", _all_logs())
+def test_every_real_log_reads_whole(log):
+    pytest.importorskip("darshan")
+    job = load_jobs([log])[0]
+    layout = read_layout(log)
+    assert job.kind == "darshan" and job.damaged == []
+    assert layout.version[:2] == "3." and layout.checked and not layout.truncated
+    assert job.empty or job.nprocs > 0
+
+
+def test_the_logs_cover_each_darshan_3_format():
+    """Formats 3.10 (PyDarshan's logs), 3.21 and 3.41 are read above; the
+    header layouts this reader knows are those and 3.0x, 3.5x."""
+    versions = {read_layout(p).version for p in LOGS + _pydarshan_logs()}
+    if not LOGS:
+        pytest.skip(f"no shared Darshan logs at {SHARED} (a bare clone)")
+    assert {"3.10", "3.21", "3.41"} <= versions
+
+
+def _byte_swapped_header(data: bytes) -> bytes:
+    """The log's header as a big-endian machine writes it (3.41 layout)."""
+    out = bytearray(data)
+    struct.pack_into(">q", out, 8, struct.unpack_from("<q", data, 8)[0])
+    struct.pack_into(">i", out, 16, struct.unpack_from("<i", data, 16)[0])
+    struct.pack_into(">Q", out, 24, struct.unpack_from("<Q", data, 24)[0])
+    for i in range(2 + 2 * 64):
+        struct.pack_into(">Q", out, 32 + 8 * i, struct.unpack_from("<Q", data, 32 + 8 * i)[0])
+    for i in range(64):
+        at = 32 + 16 + 64 * 16 + 4 * i
+        struct.pack_into(">I", out, at, struct.unpack_from("<I", data, at)[0])
+    return bytes(out)
+
+
+def test_big_endian_header_is_recognised(tmp_path):
+    data = open(MPI_IO_TEST, "rb").read()
+    swapped = tmp_path / "big-endian.darshan"
+    swapped.write_bytes(_byte_swapped_header(data))
+    little, big = read_layout(MPI_IO_TEST), read_layout(str(swapped))
+    assert big is not None and big.byte_order == ">" and little.byte_order == "<"
+    assert (big.expected, big.module_ends) == (little.expected, little.module_ends)
+
+
+def test_big_endian_log_is_not_refused_as_foreign(tmp_path):
+    """Past the header it is refused or read by libdarshan-util (which
+    swaps), never called "not a Darshan log"."""
+    pytest.importorskip("darshan")
+    swapped = tmp_path / "big-endian.darshan"
+    swapped.write_bytes(_byte_swapped_header(open(MPI_IO_TEST, "rb").read()))
+    try:
+        load_jobs([str(swapped)])
+    except InputError as exc:
+        assert "not a Darshan log" not in str(exc)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_single_byte_corruptions_never_end_the_tool(tmp_path, seed):
+    """The issue's experiment: bytes of one log changed one at a time; each
+    copy is read in part or refused, in this process."""
+    pytest.importorskip("darshan")
+    data = open(MPI_IO_TEST, "rb").read()
+    rng = __import__("random").Random(seed)
+    outcomes = set()
+    for i in range(20):
+        bad = bytearray(data)
+        bad[rng.randrange(len(data))] ^= rng.randrange(1, 256)
+        path = tmp_path / f"c{i}.darshan"
+        path.write_bytes(bytes(bad))
+        try:
+            job = load_jobs([str(path)])[0]
+            outcomes.add("damaged" if job.damaged else "read")
+        except InputError as exc:
+            assert not isinstance(exc.__cause__, darshan_isolated.ReaderBug), exc
+            outcomes.add("refused")
+    assert outcomes
+
+
+def _failing_step(monkeypatch, at, action):
+    """Makes the child do action() when it reaches step `at`."""
+    real = darshan_isolated.load_darshan
+
+    def load(path, skip=frozenset(), stage=None):
+        def step(name):
+            stage(name)
+            if name == at:
+                action()
+        return real(path, skip, step)
+    monkeypatch.setattr(darshan_isolated, "load_darshan", load)
+
+
+def _segfault():
+    os.kill(os.getpid(), signal.SIGSEGV)
+
+
+def test_library_crash_in_a_module_loses_that_module_only(monkeypatch):
+    pytest.importorskip("darshan")
+    _failing_step(monkeypatch, "POSIX", _segfault)
+    job = load_jobs([MPI_IO_TEST])[0]
+    assert job.files and "POSIX" in job.modules
+    assert len(job.damaged) == 1
+    assert "POSIX records crashed (SIGSEGV)" in job.damaged[0]
+    assert all(POSIX not in f.layers for f in job.files)
+    assert any(f.layers for f in job.files)                    # MPI-IO, STDIO read
+
+
+def test_library_hang_in_a_module_is_given_up(monkeypatch):
+    pytest.importorskip("darshan")
+    monkeypatch.setenv("AGGIO_DARSHAN_TIMEOUT", "1")
+    _failing_step(monkeypatch, "MPI-IO", lambda: time.sleep(60))
+    t0 = time.monotonic()
+    job = load_jobs([MPI_IO_TEST])[0]
+    assert time.monotonic() - t0 < 10
+    assert "MPI-IO records hung (no progress in 1 s)" in job.damaged[0]
+
+
+def test_library_crash_in_the_header_is_the_inputs_error(monkeypatch, capfd):
+    pytest.importorskip("darshan")
+    _failing_step(monkeypatch, "header", lambda: os.abort())
+    assert cli.main(["advise", MPI_IO_TEST]) == 1
+    err = capfd.readouterr().err
+    assert err.count("\n") == 1
+    assert "libdarshan-util crashed (SIGABRT) reading its header" in err
+
+
+def test_unexpected_exception_is_an_input_error_marked_internal(monkeypatch):
+    pytest.importorskip("darshan")
+    _failing_step(monkeypatch, "STDIO", lambda: {}["missing"])
+    with pytest.raises(InputError, match="internal error.*KeyError") as info:
+        load_jobs([MPI_IO_TEST])
+    assert isinstance(info.value.__cause__, darshan_isolated.ReaderBug)
+
