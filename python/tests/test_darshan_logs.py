@@ -173,3 +173,14 @@ def test_unexpected_exception_is_an_input_error_marked_internal(monkeypatch):
         load_jobs([MPI_IO_TEST])
     assert isinstance(info.value.__cause__, darshan_isolated.ReaderBug)
 
+
+def test_fuzz_corpus_replays():
+    """tests/fuzz/fuzz_darshan.py's corpus, as ctest's fuzz.replay.darshan runs it."""
+    pytest.importorskip("darshan")
+    import sys
+    sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "fuzz"))
+    try:
+        import fuzz_darshan
+        assert fuzz_darshan.main(["fuzz_darshan", "--replay", CORPUS]) == 0
+    finally:
+        sys.path.pop(0)
