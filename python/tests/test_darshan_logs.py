@@ -212,3 +212,31 @@ def test_fuzz_corpus_replays():
         assert fuzz_darshan.main(["fuzz_darshan", "--replay", CORPUS]) == 0
     finally:
         sys.path.pop(0)
+
+
+def test_other_inputs_are_still_reported(tmp_path, monkeypatch, capsys):
+    """One log that crashes libdarshan-util in its header: the command says
+    so for that log, reports the others and exits 1."""
+    pytest.importorskip("darshan")
+    pytest.importorskip("plotly")
+    bad = tmp_path / "crashes.darshan"
+    bad.write_bytes(open(MPI_IO_TEST, "rb").read())
+    real = darshan_isolated.load_darshan
+
+    def load(path, skip=frozenset(), stage=None):
+        if path == str(bad):
+            os.abort()
+        return real(path, skip, stage)
+    monkeypatch.setattr(darshan_isolated, "load_darshan", load)
+    good = os.path.join(CORPUS, "ior-hdf5-3.41.darshan")
+    assert cli.main(["advise", str(bad), good]) == 1
+    out, err = capsys.readouterr()
+    assert f"== {good}" in out and str(bad) not in out
+    assert err.splitlines() == [f"aggio advise: {bad}: damaged Darshan log: libdarshan-util "
+                                "crashed (SIGABRT) reading its header, job or file-name "
+                                "records"]
+    page = tmp_path / "r.html"
+    assert cli.main(["report", str(bad), good, "-o", str(page)]) == 1
+    assert page.exists() and f"aggio report: {bad}: damaged" in capsys.readouterr().err
+    assert cli.main(["report", str(bad), "-o", str(tmp_path / "none.html")]) == 1
+    assert not (tmp_path / "none.html").exists()
