@@ -20,6 +20,9 @@ from paths import LOGS, SHARED
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORPUS = os.path.join(HERE, "..", "..", "tests", "fuzz", "corpus", "darshan")
 MPI_IO_TEST = os.path.join(CORPUS, "mpi-io-test-3.41.darshan")   # POSIX, MPI-IO, STDIO
+requires_corpus = pytest.mark.skipif(
+    not os.path.isdir(CORPUS), reason=f"no Darshan fuzz corpus at {os.path.normpath(CORPUS)} "
+                                      "(python/ without the rest of the repository)")
 
 
 def _pydarshan_logs():
@@ -75,6 +78,7 @@ def _byte_swapped_header(data: bytes) -> bytes:
     return bytes(out)
 
 
+@requires_corpus
 def test_big_endian_header_is_recognised(tmp_path):
     data = open(MPI_IO_TEST, "rb").read()
     swapped = tmp_path / "big-endian.darshan"
@@ -84,6 +88,7 @@ def test_big_endian_header_is_recognised(tmp_path):
     assert (big.expected, big.module_ends) == (little.expected, little.module_ends)
 
 
+@requires_corpus
 def test_big_endian_log_is_not_refused_as_foreign(tmp_path):
     """Past the header it is refused or read by libdarshan-util (which
     swaps), never called "not a Darshan log"."""
@@ -109,6 +114,7 @@ def _facts(job) -> list:
 
 @pytest.mark.parametrize("name", ["mpi-io-test-3.41.darshan", "ior-hdf5-3.41.darshan",
                                   "empty-3.41.darshan"])
+@requires_corpus
 def test_big_endian_log_reads_as_its_little_endian_original(tmp_path, name):
     """libdarshan-util swaps what a big-endian machine wrote: the same log
     rewritten big-endian (darshan_rewrite.py) gives aggio the same job."""
@@ -127,6 +133,7 @@ def test_big_endian_log_reads_as_its_little_endian_original(tmp_path, name):
 
 @pytest.mark.parametrize("name", ["dxt-simple-3.21.darshan", "noposixopens-3.10.darshan",
                                   "mpi-io-test-3.41.darshan"])
+@requires_corpus
 def test_uncompressed_log_reads_as_its_original(tmp_path, name):
     """Darshan's comp_type 2 (no compression), the form of the fuzz seeds
     whose records the fuzzer mutates directly."""
@@ -142,6 +149,7 @@ def test_uncompressed_log_reads_as_its_original(tmp_path, name):
     assert other.ops.tobytes() == little.ops.tobytes()
 
 
+@requires_corpus
 @pytest.mark.parametrize("seed", range(3))
 def test_single_byte_corruptions_never_end_the_tool(tmp_path, seed):
     """The issue's experiment: bytes of one log changed one at a time; each
@@ -181,6 +189,7 @@ def _segfault():
     os.kill(os.getpid(), signal.SIGSEGV)
 
 
+@requires_corpus
 def test_library_crash_in_a_module_loses_that_module_only(monkeypatch):
     pytest.importorskip("darshan")
     _failing_step(monkeypatch, "POSIX", _segfault)
@@ -192,6 +201,7 @@ def test_library_crash_in_a_module_loses_that_module_only(monkeypatch):
     assert any(f.layers for f in job.files)                    # MPI-IO, STDIO read
 
 
+@requires_corpus
 def test_library_hang_in_a_module_is_given_up(monkeypatch):
     pytest.importorskip("darshan")
     monkeypatch.setenv("AGGIO_DARSHAN_TIMEOUT", "1")
@@ -202,6 +212,7 @@ def test_library_hang_in_a_module_is_given_up(monkeypatch):
     assert "MPI-IO records hung (no progress in 1 s)" in job.damaged[0]
 
 
+@requires_corpus
 def test_library_crash_in_the_header_is_the_inputs_error(monkeypatch, capfd):
     pytest.importorskip("darshan")
     _failing_step(monkeypatch, "header", lambda: os.abort())
@@ -211,6 +222,7 @@ def test_library_crash_in_the_header_is_the_inputs_error(monkeypatch, capfd):
     assert "libdarshan-util crashed (SIGABRT) reading its header" in err
 
 
+@requires_corpus
 def test_unexpected_exception_is_an_input_error_marked_internal(monkeypatch):
     pytest.importorskip("darshan")
     _failing_step(monkeypatch, "STDIO", lambda: {}["missing"])
@@ -219,6 +231,7 @@ def test_unexpected_exception_is_an_input_error_marked_internal(monkeypatch):
     assert isinstance(info.value.__cause__, darshan_isolated.ReaderBug)
 
 
+@requires_corpus
 def test_fuzz_corpus_replays():
     """tests/fuzz/fuzz_darshan.py's corpus, as ctest's fuzz.replay.darshan runs it."""
     pytest.importorskip("darshan")
@@ -231,6 +244,7 @@ def test_fuzz_corpus_replays():
         sys.path.pop(0)
 
 
+@requires_corpus
 def test_other_inputs_are_still_reported(tmp_path, monkeypatch, capsys):
     """One log that crashes libdarshan-util in its header: the command says
     so for that log, reports the others and exits 1."""
