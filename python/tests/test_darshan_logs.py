@@ -53,6 +53,7 @@ def test_every_real_log_reads_whole(log):
     layout = read_layout(log)
     assert job.kind == "darshan" and job.damaged == []
     assert layout.version[:2] == "3." and layout.checked and not layout.truncated
+    assert layout.map_damage == ""
     assert job.empty or job.nprocs > 0
 
 
@@ -150,6 +151,23 @@ def test_uncompressed_log_reads_as_its_original(tmp_path, name):
 
 
 @requires_corpus
+def test_damaged_map_is_not_called_truncation(tmp_path):
+    """A module mapped far past the end of the file: the header is damaged
+    (the regions lie back to back in a whole log), not the log cut short."""
+    pytest.importorskip("darshan")
+    data = bytearray(open(MPI_IO_TEST, "rb").read())
+    struct.pack_into("<Q", data, 32 + 16 + 16 * 1, 2**60)      # slot 1: POSIX
+    bad = tmp_path / "bad-map.darshan"
+    bad.write_bytes(bytes(data))
+    layout = read_layout(str(bad))
+    assert not layout.truncated and "module slot 1 is mapped at byte" in layout.map_damage
+    job = load_jobs([str(bad)])[0]
+    assert job.damaged == [f"the log's header is damaged ({layout.map_damage}): the POSIX "
+                           "records lie past the end of the file and were not read"]
+    assert job.files and all(POSIX not in f.layers for f in job.files)
+
+
+@requires_corpus
 @pytest.mark.parametrize("seed", range(3))
 def test_single_byte_corruptions_never_end_the_tool(tmp_path, seed):
     """The issue's experiment: bytes of one log changed one at a time; each
@@ -199,6 +217,20 @@ def test_library_crash_in_a_module_loses_that_module_only(monkeypatch):
     assert "POSIX records crashed (SIGSEGV)" in job.damaged[0]
     assert all(POSIX not in f.layers for f in job.files)
     assert any(f.layers for f in job.files)                    # MPI-IO, STDIO read
+
+
+@requires_corpus
+def test_real_library_abort_is_the_inputs_error(capfd):
+    """A fuzzed log (the last file name's end and the POSIX region changed)
+    on which libdarshan-util aborts reading each module: every module is
+    tried alone, then the log is refused; the tool goes on."""
+    pytest.importorskip("darshan")
+    log = os.path.join(CORPUS, "aborts-libdarshan-util-in-posix.darshan")
+    assert cli.main(["advise", log, os.path.join(CORPUS, "stdio_only-3.21.darshan")]) == 1
+    out, err = capfd.readouterr()
+    assert "stdio_only-3.21.darshan (darshan, 1 processes, 1 files)" in out
+    assert err.count("\n") == 1 and "nothing could be read" in err
+    assert all(f"the {m} records crashed (SIGABRT)" in err for m in ("POSIX", "MPI-IO", "STDIO"))
 
 
 @requires_corpus

@@ -86,7 +86,8 @@ def checked_layout(path: str):
         raise DarshanError(
             f"{path}: damaged or truncated Darshan log: {layout.size} bytes of the "
             f"{layout.expected} its header promises; even the job and file-name "
-            "records are cut, so nothing can be read")
+            "records are cut, so nothing can be read"
+            + (f" ({layout.map_damage})" if layout.map_damage else ""))
     return layout
 
 
@@ -128,6 +129,9 @@ def _lost_modules(report, layout, whole) -> list[str]:
     lost = sorted(set(report.modules) - whole)
     if not lost:
         return []
+    if layout.map_damage:
+        return [f"the log's header is damaged ({layout.map_damage}): the "
+                f"{', '.join(lost)} records lie past the end of the file and were not read"]
     return [f"the log is truncated ({layout.size} of {layout.expected} bytes): the "
             f"{', '.join(lost)} records are cut off and were not read"]
 
@@ -370,6 +374,8 @@ def _add_notes(job, report, layout):
     if layout.truncated and not job.damaged:
         job.damaged.append(f"the log is shorter than its header says ({layout.size} of "
                            f"{layout.expected} bytes)")
+    if layout.map_damage and not job.damaged:
+        job.damaged.append(f"the log's header is damaged ({layout.map_damage})")
     if layout.checked is False:
         job.notes.append(f"Darshan log format {layout.version}: this reader cannot check "
                          "it for truncation")

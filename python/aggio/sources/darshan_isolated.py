@@ -53,9 +53,7 @@ def load_darshan_isolated(path: str, timeout: float | None = None) -> Job:
     while True:
         kind, value, step = _run_child(path, frozenset(skipped), timeout)
         if kind == "job":
-            value.damaged += [f"reading the {mod} records {why} in libdarshan-util; "
-                              "they were left out" for mod, why in skipped.items()]
-            return value
+            return _with_losses(path, value, skipped)
         if kind == "error":
             raise DarshanError(value)
         if kind == "bug":
@@ -66,6 +64,15 @@ def load_darshan_isolated(path: str, timeout: float | None = None) -> Job:
             raise DarshanError(f"{path}: damaged Darshan log: libdarshan-util {value} "
                                "reading its header, job or file-name records")
         skipped[step] = value
+
+
+def _with_losses(path, job, skipped) -> Job:
+    job.damaged += [f"reading the {mod} records {why} in libdarshan-util; they were "
+                    "left out" for mod, why in skipped.items()]
+    if skipped and job.empty:
+        raise DarshanError(f"{path}: damaged Darshan log, nothing could be read: "
+                           + "; ".join(job.damaged))
+    return job
 
 
 def _run_child(path, skip, timeout):

@@ -7,7 +7,9 @@ offset and length of the name region and of every module region.  A log cut
 short keeps a prefix: the regions past the cut are lost and the one the cut
 falls in is damaged.  Asking libdarshan-util to read such a region prints C
 errors, returns zeros or aborts the process, so the reader checks first and
-reads only whole regions.
+reads only whole regions.  The regions lie back to back in a fixed order,
+so a map that places them otherwise is damage, not truncation, and is
+named so.
 
 Header layouts (darshan-log-format.h): up to format 3.21, 16 module slots and
 a 4-byte partial flag; from 3.41 on, 64 slots and an 8-byte flag.  A log
@@ -36,10 +38,11 @@ class Layout:
     module_ends: dict = field(default_factory=dict)   # module slot -> end offset
     checked: bool = False
     byte_order: str = "<"            # struct's "<" (little-endian) or ">" (big-endian)
+    map_damage: str = ""             # why the header's map cannot be the writer's
 
     @property
     def truncated(self) -> bool:
-        return self.checked and self.size < self.expected
+        return self.checked and self.size < self.expected and not self.map_damage
 
     def slot_whole(self, slot: int) -> bool:
         end = self.module_ends.get(slot)
@@ -91,7 +94,24 @@ def read_layout(path: str) -> Layout | None:
         if length:
             layout.module_ends[slot] = off + length
     layout.checked = True
+    layout.map_damage = _map_damage(header_end, name_off, name_len, head, name_at, slots, order)
     layout.expected = max([name_off + name_len, *layout.module_ends.values()])
     layout.job_whole = size >= name_off
     layout.names_whole = size >= name_off + name_len
     return layout
+
+
+def _map_damage(header_end, name_off, name_len, head, name_at, slots, order) -> str:
+    """Darshan writes the job record after the header, then the name records
+    and each module's in slot order, back to back: a map that says
+    otherwise was damaged after writing (a truncated log keeps its map)."""
+    if name_off < header_end:
+        return f"the file names are mapped at byte {name_off}, inside the header"
+    at = name_off + name_len
+    for slot in range(slots):
+        off, length = struct.unpack_from(order + "QQ", head, name_at + 16 + 16 * slot)
+        if length and off != at:
+            return (f"module slot {slot} is mapped at byte {off}, where the records "
+                    f"before it end at byte {at}")
+        at += length
+    return ""
