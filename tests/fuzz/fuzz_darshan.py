@@ -10,7 +10,8 @@ looping: the child is only given up after darshan_isolated's much longer
 timeout), an exception other than InputError, or an InputError that hides
 an unexpected exception in aggio's own reading code (ReaderBug).  A crash of
 libdarshan-util inside the child is the case the child is there for, and is
-not a finding.
+not a finding, unless AGGIO_FUZZ_LIBRARY_CRASHES=1 (exploratory runs that
+look for inputs worth a check in darshan_layout.py).
 
   python tests/fuzz/fuzz_darshan.py [libFuzzer options] [corpus dirs]
   python tests/fuzz/fuzz_darshan.py --replay FILE_OR_DIR...   (no atheris needed)
@@ -22,6 +23,13 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import fuzz_trace  # noqa: E402  (check_job, replay, the scratch folder)
+
+LIBRARY_CRASHES = os.environ.get("AGGIO_FUZZ_LIBRARY_CRASHES") == "1"
+
+
+def _library_crash(text: str) -> None:
+    if LIBRARY_CRASHES and ("crashed (" in text or "hung (" in text):
+        raise AssertionError(f"libdarshan-util: {text}")
 
 
 def one_input(data: bytes) -> None:
@@ -37,8 +45,10 @@ def one_input(data: bytes) -> None:
         except InputError as exc:
             if isinstance(exc.__cause__, ReaderBug):
                 raise AssertionError(str(exc.__cause__)) from exc
+            _library_crash(str(exc))
             return
         for job in jobs:
+            _library_crash(" ".join(job.damaged))
             if not job.empty:          # a log with no records is a valid log
                 fuzz_trace.check_job(job)
     finally:

@@ -21,7 +21,7 @@ import numpy as np
 from ..derive import empty_ops
 from ..model import (OPS, MPIIO, POSIX, STDIO, READ, WRITE, F_COLLECTIVE,
                      FileInfo, Job, LayerStats)
-from .darshan_layout import read_layout
+from .darshan_layout import names_damage, read_layout
 
 COUNTER_MODULES = {"POSIX": POSIX, "MPI-IO": MPIIO, "STDIO": STDIO}
 DXT_MODULES = {"DXT_POSIX": POSIX, "DXT_MPIIO": MPIIO}
@@ -88,6 +88,10 @@ def checked_layout(path: str):
             f"{layout.expected} its header promises; even the job and file-name "
             "records are cut, so nothing can be read"
             + (f" ({layout.map_damage})" if layout.map_damage else ""))
+    damage = names_damage(path, layout)
+    if damage:
+        raise DarshanError(f"{path}: damaged Darshan log: {damage}, so no record can "
+                           "be named")
     return layout
 
 

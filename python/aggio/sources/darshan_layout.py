@@ -19,8 +19,10 @@ backwards and swaps as it reads, and so does this reader.
 """
 from __future__ import annotations
 
+import bz2
 import os
 import struct
+import zlib
 from dataclasses import dataclass, field
 
 MAGIC = 6567223
@@ -115,3 +117,44 @@ def _map_damage(header_end, name_off, name_len, head, name_at, slots, order) -> 
                     f"before it end at byte {at}")
         at += length
     return ""
+
+
+def names_damage(path: str, layout: Layout) -> str:
+    """Why the file-name records cannot be parsed ("" when they can, or
+    cannot be checked).  They are back to back (64-bit record id, then the
+    name up to its NUL byte); libdarshan-util reads past the region's end
+    when the last one is cut, and aborts."""
+    if not layout.checked or layout.map_damage or not layout.names_whole:
+        return ""
+    name_at = _LAYOUTS[layout.version[:3]][0]
+    with open(path, "rb") as f:
+        head = f.read(name_at + 16)
+        name_off, name_len = struct.unpack_from(layout.byte_order + "QQ", head, name_at)
+        f.seek(name_off)
+        region = f.read(name_len)
+    try:
+        names = _expand(region, head[16])
+    except (zlib.error, OSError, ValueError, EOFError) as exc:
+        return f"the file-name records cannot be decompressed ({exc})"
+    at = 0
+    while at < len(names):
+        end = names.find(b"\0", at + 8)
+        if end < 0:
+            return f"the file-name record at byte {at} of {len(names)} has no end"
+        at = end + 1
+    return ""
+
+
+def _expand(region: bytes, comp_type: int) -> bytes:
+    """The region's data: zlib (0; one stream per writing rank, back to
+    back), bzip2 (1) or none (2)."""
+    if comp_type == 2:
+        return region
+    out = []
+    while region:
+        d = zlib.decompressobj() if comp_type == 0 else bz2.BZ2Decompressor()
+        out.append(d.decompress(region))
+        if not d.eof:
+            raise ValueError("the stream is cut short")
+        region = d.unused_data
+    return b"".join(out)
