@@ -11,7 +11,7 @@ import time
 import pytest
 
 from aggio import cli
-from aggio.model import POSIX
+from aggio.model import MPIIO, POSIX
 from aggio.sources import InputError, load_jobs
 from aggio.sources import darshan_isolated
 from aggio.sources.darshan_layout import names_damage, read_layout
@@ -148,6 +148,23 @@ def test_uncompressed_log_reads_as_its_original(tmp_path, name):
     little, other = load_jobs([original])[0], load_jobs([str(plain)])[0]
     assert _facts(other) == _facts(little)
     assert other.ops.tobytes() == little.ops.tobytes()
+
+
+@requires_corpus
+def test_file_name_that_is_not_utf8_is_read(tmp_path):
+    """Linux file names are bytes: a Latin-1 name (PyDarshan alone fails
+    on it and loses every module) is kept, its byte escaped."""
+    pytest.importorskip("darshan")
+    plain = open(os.path.join(CORPUS, "mpi-io-test-3.41-uncompressed.darshan"), "rb").read()
+    names_at = struct.unpack_from("<Q", plain, 32)[0]       # also in the command line
+    at = plain.index(b"mpi-io-test.tmp.dat", names_at)
+    latin = tmp_path / "latin1-name.darshan"
+    latin.write_bytes(plain[:at] + b"mpi-io-t\xe9st" + plain[at + 11:])
+    job = load_jobs([str(latin)])[0]
+    assert job.damaged == []
+    assert sorted(f.path.rsplit("/", 1)[-1] for f in job.files) == [
+        "<STDOUT>", "mpi-io-t\\xe9st.tmp.dat"]
+    assert {POSIX, MPIIO} <= set(next(f for f in job.files if "t\\xe9st" in f.path).layers)
 
 
 @requires_corpus

@@ -22,6 +22,7 @@ from ..derive import empty_ops
 from ..model import (OPS, MPIIO, POSIX, STDIO, READ, WRITE, F_COLLECTIVE,
                      FileInfo, Job, LayerStats)
 from .darshan_layout import names_damage, read_layout
+from .darshan_names import cache_names
 
 COUNTER_MODULES = {"POSIX": POSIX, "MPI-IO": MPIIO, "STDIO": STDIO}
 DXT_MODULES = {"DXT_POSIX": POSIX, "DXT_MPIIO": MPIIO}
@@ -51,6 +52,7 @@ def load_darshan(path: str, skip=frozenset(), stage=None) -> Job:
     with _c_stderr() as messages:
         try:
             report = darshan.DarshanReport(path, read_all=False)
+            cache_names(report.log)
         except Exception as exc:  # PyDarshan raises several types
             raise DarshanError(f"{path}: not a readable Darshan log ({exc})") from exc
     whole = _whole_modules(report, layout) - set(skip)
