@@ -6,8 +6,10 @@ import glob
 import os
 import signal
 import struct
+import sys
 import time
 
+import numpy as np
 import pytest
 
 from aggio import cli
@@ -167,6 +169,50 @@ def test_file_name_that_is_not_utf8_is_read(tmp_path):
     assert {POSIX, MPIIO} <= set(next(f for f in job.files if "t\\xe9st" in f.path).layers)
 
 
+def test_dxt_checks():
+    from aggio.sources.darshan import SEGMENT
+    from aggio.sources.dxt_checks import record_problem, valid_segments
+    assert record_problem(3, 1, 0, 4) == "" and record_problem(0, 0, 0, 0) == ""
+    assert record_problem(4, 1, 0, 4) and record_problem(-1, 1, 0, 4)
+    assert record_problem(0, -1, 2, 4)
+    segs = np.array([(0, 10, 1.0, 2.0), (-1, 10, 1.0, 1.0), (0, 10, np.nan, 2.0),
+                     (0, 10, 2.0, 1.0), (0, -1, 1.0, 2.0), (-2, 10, 1.0, 2.0)], SEGMENT)
+    kept, dropped = valid_segments(segs)
+    assert dropped == 4 and kept.tolist() == segs[:2].tolist()
+
+
+@requires_corpus
+def test_impossible_dxt_records_and_segments_are_left_out(tmp_path):
+    """A DXT record of rank 1000 in a 16-process job and a segment ending at
+    NaN (fuzzed): left out and counted, the rest of the trace kept."""
+    pytest.importorskip("darshan")
+    sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "fuzz"))
+    try:
+        import fuzz_trace
+    finally:
+        sys.path.pop(0)
+    data = bytearray(open(os.path.join(CORPUS, "dxt-simple-3.21-uncompressed.darshan"),
+                          "rb").read())
+    # format 3.21: module maps from byte 40; DXT_POSIX is slot 9, DXT_MPIIO 10.
+    # A DXT record: id, rank, shared flag, host[64], write and read counts
+    # (104 bytes), then segments of offset, length, start, end (32 bytes).
+    posix_at = struct.unpack_from("<Q", data, 40 + 16 * 9)[0]
+    mpiio_at = struct.unpack_from("<Q", data, 40 + 16 * 10)[0]
+    struct.pack_into("<q", data, posix_at + 8, 1000)
+    struct.pack_into("<d", data, mpiio_at + 104 + 24, float("nan"))
+    bad = tmp_path / "bad-dxt.darshan"
+    bad.write_bytes(bytes(data))
+    good = load_jobs([os.path.join(CORPUS, "dxt-simple-3.21.darshan")])[0]
+    job = load_jobs([str(bad)])[0]
+    assert job.damaged == [
+        "the DXT_POSIX trace has 1 record with an impossible rank or count; left out "
+        "of the timeline",
+        "the DXT_MPIIO trace has 1 segment with impossible times, lengths or offsets; "
+        "left out of the timeline"]
+    assert len(job.ops) == len(good.ops) - 2
+    fuzz_trace.check_job(job)
+
+
 @requires_corpus
 def test_damaged_map_is_not_called_truncation(tmp_path):
     """A module mapped far past the end of the file: the header is damaged
@@ -284,7 +330,6 @@ def test_unexpected_exception_is_an_input_error_marked_internal(monkeypatch):
 def test_fuzz_corpus_replays():
     """tests/fuzz/fuzz_darshan.py's corpus, as ctest's fuzz.replay.darshan runs it."""
     pytest.importorskip("darshan")
-    import sys
     sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "fuzz"))
     try:
         import fuzz_darshan

@@ -23,6 +23,7 @@ from ..model import (OPS, MPIIO, POSIX, STDIO, READ, WRITE, F_COLLECTIVE,
                      FileInfo, Job, LayerStats)
 from .darshan_layout import names_damage, read_layout
 from .darshan_names import cache_names
+from .dxt_checks import damage_note, record_problem, valid_segments
 
 COUNTER_MODULES = {"POSIX": POSIX, "MPI-IO": MPIIO, "STDIO": STDIO}
 DXT_MODULES = {"DXT_POSIX": POSIX, "DXT_MPIIO": MPIIO}
@@ -309,22 +310,28 @@ def _add_dxt(job, report, path, files, whole, stage):
     parts = []
     for mod in mods:
         stage(mod)
-        for rec_id, rank, writes, reads in _dxt_segments(job, path, mod):
+        bad = {"records": 0, "segments": 0}
+        for rec_id, rank, writes, reads in _dxt_segments(job, path, mod, bad):
             if rec_id not in ids:
                 files[rec_id] = FileInfo(path=_name(report, rec_id))
                 ids[rec_id] = len(job.files)
                 job.files.append(files[rec_id])
-            parts.append(_segments_to_ops(writes, WRITE, rank, ids[rec_id], DXT_MODULES[mod]))
-            parts.append(_segments_to_ops(reads, READ, rank, ids[rec_id], DXT_MODULES[mod]))
+            for segs, kind in ((writes, WRITE), (reads, READ)):
+                segs, dropped = valid_segments(segs)
+                bad["segments"] += dropped
+                parts.append(_segments_to_ops(segs, kind, rank, ids[rec_id], DXT_MODULES[mod]))
+        if bad["records"] or bad["segments"]:
+            job.damaged.append(damage_note(mod, bad["records"], bad["segments"]))
     job.ops = np.concatenate(parts) if parts else empty_ops()
     job.has_ops = len(job.ops) > 0
     _mark_collective(job)
     _posix_ranks_from_dxt(job)
 
 
-def _dxt_segments(job, path, mod):
+def _dxt_segments(job, path, mod, bad):
     """Yields (record id, rank, write segments, read segments) of a DXT module;
-    a read error ends the module with a note in job.damaged."""
+    a read error ends the module with a note in job.damaged, and records that
+    cannot be used are counted in bad["records"]."""
     from darshan.backend import cffi_backend as be
     with _c_stderr() as messages:
         log = be.log_open(path)
@@ -337,10 +344,14 @@ def _dxt_segments(job, path, mod):
             while (rc := be.libdutil.darshan_log_get_record(log["handle"], idx, buf)) > 0:
                 rec = be.ffi.cast(ctype, buf)[0]
                 nw, nr = int(rec.write_count), int(rec.read_count)
-                raw = be.ffi.buffer(be.ffi.cast("char *", buf[0]) + header, (nw + nr) * 32)
-                segs = np.frombuffer(raw, SEGMENT).copy()
+                rank = int(rec.base_rec.rank)
                 records += 1
-                yield int(rec.base_rec.id), int(rec.base_rec.rank), segs[:nw], segs[nw:]
+                if record_problem(rank, nw, nr, job.nprocs):
+                    bad["records"] += 1
+                else:
+                    raw = be.ffi.buffer(be.ffi.cast("char *", buf[0]) + header, (nw + nr) * 32)
+                    segs = np.frombuffer(raw, SEGMENT).copy()
+                    yield int(rec.base_rec.id), rank, segs[:nw], segs[nw:]
                 be.libdutil.darshan_free(buf[0])
                 buf[0] = be.ffi.NULL   # NULL: the library allocates the next record
         finally:
