@@ -34,12 +34,13 @@ def _pydarshan_logs():
     except ImportError:
         return []
     root = os.path.dirname(darshan.__file__)
-    return sorted(glob.glob(os.path.join(root, "tests", "input", "*.darshan")))
+    return sorted(glob.glob(os.path.join(root, "tests", "input", "*.darshan"))
+                  + glob.glob(os.path.join(root, "examples", "*", "*.darshan")))
 
 
 def _all_logs():
     params = [pytest.param(p, id=os.path.relpath(p, SHARED)) for p in LOGS]
-    params += [pytest.param(p, id="pydarshan/" + os.path.basename(p))
+    params += [pytest.param(p, id="pydarshan/" + "/".join(p.split(os.sep)[-2:]))
                for p in _pydarshan_logs()]
     if not LOGS:
         params.append(pytest.param(None, marks=pytest.mark.skip(
