@@ -215,6 +215,20 @@ def test_impossible_dxt_records_and_segments_are_left_out(tmp_path):
 
 
 @requires_corpus
+def test_library_abort_on_a_damaged_map_names_the_damage():
+    """Found by the fuzz pass: a 3.21 log whose header maps a module at
+    byte 0 with a length of 2**47; libdarshan-util aborts opening it."""
+    pytest.importorskip("darshan")
+    log = os.path.join(CORPUS, "header-map-into-the-header.darshan")
+    with pytest.raises(InputError) as info:
+        load_jobs([log])
+    assert str(info.value) == (
+        f"{log}: damaged Darshan log: its header is damaged (module slot 5 is mapped at "
+        "byte 0, where the records before it end at byte 2090); libdarshan-util crashed "
+        "(SIGABRT) reading its header, job or file-name records")
+
+
+@requires_corpus
 def test_damaged_map_is_not_called_truncation(tmp_path):
     """A module mapped far past the end of the file: the header is damaged
     (the regions lie back to back in a whole log), not the log cut short."""

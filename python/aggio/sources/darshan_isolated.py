@@ -45,7 +45,7 @@ def step_timeout(path: str) -> float:
 
 def load_darshan_isolated(path: str, timeout: float | None = None) -> Job:
     """The Job of one log, read in a child process (raises DarshanError)."""
-    checked_layout(path)     # here: a foreign or cut file needs no child
+    layout = checked_layout(path)     # here: a foreign or cut file needs no child
     if "fork" not in multiprocessing.get_all_start_methods():
         return load_darshan(path)
     timeout = step_timeout(path) if timeout is None else timeout
@@ -61,7 +61,8 @@ def load_darshan_isolated(path: str, timeout: float | None = None) -> Job:
                             f"please report it): {value}")
         # the child died or hung in `step`
         if step in (None, "header") or step in skipped:
-            raise DarshanError(f"{path}: damaged Darshan log: libdarshan-util {value} "
+            why = f"its header is damaged ({layout.map_damage}); " if layout.map_damage else ""
+            raise DarshanError(f"{path}: damaged Darshan log: {why}libdarshan-util {value} "
                                "reading its header, job or file-name records")
         skipped[step] = value
 
