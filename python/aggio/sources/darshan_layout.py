@@ -1,5 +1,6 @@
 """Is a Darshan log whole?  Reads the log's fixed header (no PyDarshan) and
-compares the regions it promises with the file's size.
+compares the regions it promises with the file's size; names_damage parses
+the file-name records, on which libdarshan-util aborts when they are cut.
 
 A Darshan log is a header, the job record, the name records, then each
 module's (compressed) records, written in that order; the header holds the
