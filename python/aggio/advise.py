@@ -1,8 +1,8 @@
 """Print the findings (text or --json), each with evidence and a fix.
 
 Exit status: 0 when the inputs were read (findings or not; a damaged input
-that could be read in part says so), 1 when an input cannot be read, 2 for
-bad arguments.
+that could be read in part says so), 1 when an input cannot be read (the
+others are still reported), 2 for bad arguments.
 """
 from __future__ import annotations
 
@@ -30,9 +30,10 @@ def setup_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     return parser
 
 
-def analyse(paths, th, only=None):
-    """[(job, findings)] for the inputs (raises InputError)."""
-    return [(job, run_all(job, th, only)) for job in load_jobs(paths)]
+def analyse(paths, th, only=None, unread=None):
+    """[(job, findings)] for the inputs (raises InputError; see load_jobs
+    for `unread`)."""
+    return [(job, run_all(job, th, only)) for job in load_jobs(paths, unread)]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -49,12 +50,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"aggio advise: unknown finding code(s) {', '.join(bad)}; known: "
               f"{', '.join(REGISTRY)}", file=sys.stderr)
         return 2
+    unread: list[InputError] = []
     try:
         th = thr.from_args(args.threshold, args.thresholds)
-        results = analyse(args.logs, th, args.only)
+        results = analyse(args.logs, th, args.only, unread)
     except (InputError, KeyError, ValueError, OSError) as exc:
         print(f"aggio advise: {exc}", file=sys.stderr)
         return 1
+    for exc in unread:          # the other inputs are still reported
+        print(f"aggio advise: {exc}", file=sys.stderr)
     warn_damaged(results, "aggio advise")
     if args.json:
         print(json.dumps([job_json(j, f, th["top_findings"]) for j, f in results], indent=1,
@@ -62,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         for job, found in results:
             print(render_text(job, found, th["top_findings"]))
-    return 0
+    return 1 if unread else 0
 
 
 def warn_damaged(results, prog) -> None:

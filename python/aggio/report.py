@@ -4,7 +4,8 @@ phases, stragglers).
 
 Exit status: 0 when the report was written (also for inputs with no I/O,
 which the page says, and for damaged inputs read in part), 1 when an input
-cannot be read or the output cannot be written, 2 for bad arguments.
+cannot be read (the page is still written for the others) or the output
+cannot be written, 2 for bad arguments.
 """
 from __future__ import annotations
 
@@ -91,9 +92,10 @@ def _side(value, open_text, unit=""):
     return open_text if value is None else f"{value:g}{unit}" if unit else str(value)
 
 
-def build(paths: list[str], th, time=None, ranks=None, call=None) -> tuple[str, list]:
+def build(paths: list[str], th, time=None, ranks=None, call=None,
+          unread=None) -> tuple[str, list]:
     """The HTML text for the inputs and what was damaged in them (raises
-    InputError)."""
+    InputError; see load_jobs for `unread`)."""
     try:
         from plotly.offline import get_plotlyjs
     except ImportError as exc:  # an optional dependency (aggio[report])
@@ -101,7 +103,9 @@ def build(paths: list[str], th, time=None, ranks=None, call=None) -> tuple[str, 
                          "(pip install 'aggio[report]')") from exc
 
     from .html.page import render
-    jobs = load_jobs(paths)
+    jobs = load_jobs(paths, unread)
+    if not jobs and unread:
+        raise unread.pop(0)
     results = [(job, run_all(job, th), filtered(job, time, ranks)) for job in jobs]
     damaged = [f"{job.source}: {d}" for job in jobs for d in job.damaged]
     return render(results, th, get_plotlyjs(), call=call), damaged
@@ -113,18 +117,22 @@ def main(argv: list[str] | None = None) -> int:
     if problem:
         print(f"aggio report: {problem}", file=sys.stderr)
         return 1
+    unread: list[InputError] = []
     try:
         th = thr.from_args(args.threshold, args.thresholds)
         if args.max_points:
             th.set("max_plot_points", args.max_points)
-        page, damaged = build(args.logs, th, args.time, args.ranks, args.call)
+        page, damaged = build(args.logs, th, args.time, args.ranks, args.call, unread)
         with open(args.output, "w", encoding="utf-8") as f:
             f.write(page)
     except (InputError, KeyError, ValueError, OSError) as exc:
-        print(f"aggio report: {exc}", file=sys.stderr)
+        for problem in [exc, *unread]:
+            print(f"aggio report: {problem}", file=sys.stderr)
         return 1
+    for problem in unread:      # the page has the other inputs
+        print(f"aggio report: {problem}", file=sys.stderr)
     for line in damaged:
         print(f"aggio report: damaged input, read in part: {line}", file=sys.stderr)
     print(f"aggio report: wrote {args.output} ({len(page) / 1e6:.1f} MB)")
-    return 0
+    return 1 if unread else 0
 

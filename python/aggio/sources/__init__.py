@@ -31,21 +31,30 @@ def check_inputs(paths: list[str]) -> None:
         raise InputError("; ".join(problems))
 
 
-def load_jobs(paths: list[str]) -> list[Job]:
+def load_jobs(paths: list[str], unread: list | None = None) -> list[Job]:
+    """The jobs of the inputs.  An input that cannot be read raises
+    InputError; with a list as `unread`, its InputError is appended there
+    instead and the other inputs are still read."""
     check_inputs(paths)
     traces = [p for p in paths if is_trace(p)]
     others = [p for p in paths if p not in traces]
     jobs = []
     if traces:
         from .trace import load_traces
-        try:
-            jobs.append(load_traces(traces))
-        except TraceError as exc:
-            raise InputError(str(exc)) from exc
+        _load(jobs, unread, TraceError, load_traces, traces)
     for path in others:
-        from .darshan import DarshanError, load_darshan
-        try:
-            jobs.append(load_darshan(path))
-        except DarshanError as exc:
-            raise InputError(str(exc)) from exc
+        from .darshan import DarshanError
+        from .darshan_isolated import load_darshan_isolated
+        _load(jobs, unread, DarshanError, load_darshan_isolated, path)
     return jobs
+
+
+def _load(jobs, unread, error, reader, what):
+    try:
+        jobs.append(reader(what))
+    except error as exc:
+        problem = InputError(str(exc))
+        problem.__cause__ = exc
+        if unread is None:
+            raise problem from exc
+        unread.append(problem)

@@ -21,7 +21,9 @@ import numpy as np
 from ..derive import empty_ops
 from ..model import (OPS, MPIIO, POSIX, STDIO, READ, WRITE, F_COLLECTIVE,
                      FileInfo, Job, LayerStats)
-from .darshan_layout import read_layout
+from .darshan_layout import names_damage, read_layout
+from .darshan_names import cache_names
+from .dxt_checks import damage_note, record_problem, valid_segments
 
 COUNTER_MODULES = {"POSIX": POSIX, "MPI-IO": MPIIO, "STDIO": STDIO}
 DXT_MODULES = {"DXT_POSIX": POSIX, "DXT_MPIIO": MPIIO}
@@ -35,7 +37,51 @@ class DarshanError(ValueError):
     """The file is not a readable Darshan log."""
 
 
-def load_darshan(path: str) -> Job:
+def load_darshan(path: str, skip=frozenset(), stage=None) -> Job:
+    """Reads the log in this process (darshan_isolated runs it in a child).
+    stage(name), when given, is called before each step that runs
+    libdarshan-util ("header", then each module's name); the modules in skip
+    are not read."""
+    stage = stage or (lambda name: None)
+    layout = checked_layout(path)
+    try:
+        import darshan  # imported here: the trace-only paths need no PyDarshan
+    except ImportError as exc:  # an optional dependency (aggio[darshan])
+        raise DarshanError(f"{path}: reading Darshan logs needs PyDarshan "
+                           "(pip install 'aggio[darshan]')") from exc
+    stage("header")
+    with _c_stderr() as messages:
+        try:
+            report = darshan.DarshanReport(path, read_all=False)
+            cache_names(report.log)
+        except Exception as exc:  # PyDarshan raises several types
+            raise DarshanError(f"{path}: not a readable Darshan log ({exc})") from exc
+    whole = _whole_modules(report, layout) - set(skip)
+    job = _job_header(path, report)
+    job.damaged += _lost_modules(report, layout, whole | set(skip))
+    files: dict[int, FileInfo] = {}
+    for mod, layer in COUNTER_MODULES.items():
+        if mod in whole:
+            stage(mod)
+            if _read_module(job, report, mod):
+                _add_counters(job, report, mod, layer, files)
+    if "LUSTRE" in whole:
+        stage("LUSTRE")
+        if _read_module(job, report, "LUSTRE"):
+            _add_lustre(report, files)
+    _finish_files(job, report, files)
+    _add_dxt(job, report, path, files, whole, stage)
+    _add_notes(job, report, layout)
+    job.damaged += _library_errors(messages)
+    if job.damaged and not job.files:
+        raise DarshanError(f"{path}: damaged or truncated Darshan log, nothing could be "
+                           "read: " + "; ".join(job.damaged))
+    return job
+
+
+def checked_layout(path: str):
+    """The log's header (darshan_layout), or DarshanError when it is not a
+    Darshan log or is cut before its file names: no libdarshan-util needed."""
     layout = read_layout(path)
     if layout is None:
         raise DarshanError(f"{path}: not a Darshan log (no Darshan 3 header)")
@@ -43,34 +89,13 @@ def load_darshan(path: str) -> Job:
         raise DarshanError(
             f"{path}: damaged or truncated Darshan log: {layout.size} bytes of the "
             f"{layout.expected} its header promises; even the job and file-name "
-            "records are cut, so nothing can be read")
-    try:
-        import darshan  # imported here: the trace-only paths need no PyDarshan
-    except ImportError as exc:  # an optional dependency (aggio[darshan])
-        raise DarshanError(f"{path}: reading Darshan logs needs PyDarshan "
-                           "(pip install 'aggio[darshan]')") from exc
-    with _c_stderr() as messages:
-        try:
-            report = darshan.DarshanReport(path, read_all=False)
-        except Exception as exc:  # PyDarshan raises several types
-            raise DarshanError(f"{path}: not a readable Darshan log ({exc})") from exc
-    whole = _whole_modules(report, layout)
-    job = _job_header(path, report)
-    job.damaged += _lost_modules(report, layout, whole)
-    files: dict[int, FileInfo] = {}
-    for mod, layer in COUNTER_MODULES.items():
-        if mod in whole and _read_module(job, report, mod):
-            _add_counters(job, report, mod, layer, files)
-    if "LUSTRE" in whole and _read_module(job, report, "LUSTRE"):
-        _add_lustre(report, files)
-    _finish_files(job, report, files)
-    _add_dxt(job, report, path, files, whole)
-    _add_notes(job, report, layout)
-    job.damaged += _library_errors(messages)
-    if job.damaged and not job.files:
-        raise DarshanError(f"{path}: damaged or truncated Darshan log, nothing could be "
-                           "read: " + "; ".join(job.damaged))
-    return job
+            "records are cut, so nothing can be read"
+            + (f" ({layout.map_damage})" if layout.map_damage else ""))
+    damage = names_damage(path, layout)
+    if damage:
+        raise DarshanError(f"{path}: damaged Darshan log: {damage}, so no record can "
+                           "be named")
+    return layout
 
 
 @contextlib.contextmanager
@@ -111,6 +136,9 @@ def _lost_modules(report, layout, whole) -> list[str]:
     lost = sorted(set(report.modules) - whole)
     if not lost:
         return []
+    if layout.map_damage:
+        return [f"the log's header is damaged ({layout.map_damage}): the "
+                f"{', '.join(lost)} records lie past the end of the file and were not read"]
     return [f"the log is truncated ({layout.size} of {layout.expected} bytes): the "
             f"{', '.join(lost)} records are cut off and were not read"]
 
@@ -275,29 +303,36 @@ def _finish_files(job, report, files):
     job.__dict__["_ids"] = {rid: i for i, rid in enumerate(files)}
 
 
-def _add_dxt(job, report, path, files, whole):
+def _add_dxt(job, report, path, files, whole, stage):
     mods = [m for m in DXT_MODULES if m in whole]
     ids = job.__dict__.pop("_ids")
     if not mods:
         return
     parts = []
     for mod in mods:
-        for rec_id, rank, writes, reads in _dxt_segments(job, path, mod):
+        stage(mod)
+        bad = {"records": 0, "segments": 0}
+        for rec_id, rank, writes, reads in _dxt_segments(job, path, mod, bad):
             if rec_id not in ids:
                 files[rec_id] = FileInfo(path=_name(report, rec_id))
                 ids[rec_id] = len(job.files)
                 job.files.append(files[rec_id])
-            parts.append(_segments_to_ops(writes, WRITE, rank, ids[rec_id], DXT_MODULES[mod]))
-            parts.append(_segments_to_ops(reads, READ, rank, ids[rec_id], DXT_MODULES[mod]))
+            for segs, kind in ((writes, WRITE), (reads, READ)):
+                segs, dropped = valid_segments(segs)
+                bad["segments"] += dropped
+                parts.append(_segments_to_ops(segs, kind, rank, ids[rec_id], DXT_MODULES[mod]))
+        if bad["records"] or bad["segments"]:
+            job.damaged.append(damage_note(mod, bad["records"], bad["segments"]))
     job.ops = np.concatenate(parts) if parts else empty_ops()
     job.has_ops = len(job.ops) > 0
     _mark_collective(job)
     _posix_ranks_from_dxt(job)
 
 
-def _dxt_segments(job, path, mod):
+def _dxt_segments(job, path, mod, bad):
     """Yields (record id, rank, write segments, read segments) of a DXT module;
-    a read error ends the module with a note in job.damaged."""
+    a read error ends the module with a note in job.damaged, and records that
+    cannot be used are counted in bad["records"]."""
     from darshan.backend import cffi_backend as be
     with _c_stderr() as messages:
         log = be.log_open(path)
@@ -310,10 +345,14 @@ def _dxt_segments(job, path, mod):
             while (rc := be.libdutil.darshan_log_get_record(log["handle"], idx, buf)) > 0:
                 rec = be.ffi.cast(ctype, buf)[0]
                 nw, nr = int(rec.write_count), int(rec.read_count)
-                raw = be.ffi.buffer(be.ffi.cast("char *", buf[0]) + header, (nw + nr) * 32)
-                segs = np.frombuffer(raw, SEGMENT).copy()
+                rank = int(rec.base_rec.rank)
                 records += 1
-                yield int(rec.base_rec.id), int(rec.base_rec.rank), segs[:nw], segs[nw:]
+                if record_problem(rank, nw, nr, job.nprocs):
+                    bad["records"] += 1
+                else:
+                    raw = be.ffi.buffer(be.ffi.cast("char *", buf[0]) + header, (nw + nr) * 32)
+                    segs = np.frombuffer(raw, SEGMENT).copy()
+                    yield int(rec.base_rec.id), rank, segs[:nw], segs[nw:]
                 be.libdutil.darshan_free(buf[0])
                 buf[0] = be.ffi.NULL   # NULL: the library allocates the next record
         finally:
@@ -353,6 +392,8 @@ def _add_notes(job, report, layout):
     if layout.truncated and not job.damaged:
         job.damaged.append(f"the log is shorter than its header says ({layout.size} of "
                            f"{layout.expected} bytes)")
+    if layout.map_damage and not job.damaged:
+        job.damaged.append(f"the log's header is damaged ({layout.map_damage})")
     if layout.checked is False:
         job.notes.append(f"Darshan log format {layout.version}: this reader cannot check "
                          "it for truncation")
