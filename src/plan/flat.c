@@ -126,12 +126,25 @@ static int piece_offset(const struct aggio__flat *f, int64_t base, int64_t tile,
          __builtin_add_overflow(x, f->off[i], &x) || __builtin_add_overflow(x, skip, at);
 }
 
+/* A type whose one piece fills its extent (MPI_BYTE, a contiguous type)
+ * tiles the file without gaps: the bytes from pos on are one range, found
+ * at once instead of tile by tile (PnetCDF's and HDF5's byte views). */
+static int map_gapless(const struct aggio__flat *f, int64_t base, int64_t pos,
+                       int64_t nbytes, struct aggio__extents *out) {
+  int64_t at;
+  if (__builtin_add_overflow(base, f->off[0], &at) || __builtin_add_overflow(at, pos, &at))
+    return AGGIO_ERR_OVERFLOW; /* the view reaches past INT64_MAX */
+  return aggio__extents_push(out, at, nbytes);
+}
+
 int aggio__flat_map(const struct aggio__flat *f, int64_t base, int64_t pos,
                     int64_t nbytes, struct aggio__extents *out) {
   if (nbytes <= 0)
     return 0;
   if (pos < 0 || f->size <= 0)
     return AGGIO_ERR_ARG; /* no data bytes to map onto */
+  if (f->n == 1 && f->len[0] == f->extent)
+    return map_gapless(f, base, pos, nbytes, out);
   int64_t tile = pos / f->size;
   int64_t r = pos % f->size;
   int64_t i = find_piece(f, r);

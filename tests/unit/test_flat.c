@@ -155,6 +155,29 @@ static void test_map_many_pieces(void) {
   free(len);
 }
 
+/* A type whose one piece fills its extent (a byte view, or one with its
+ * data shifted by a lower bound) maps any range to one extent at once,
+ * the same bytes as tile by tile; appended to a touching extent it merges. */
+static void test_map_gapless(void) {
+  int64_t off1[] = {0}, len1[] = {1};
+  struct aggio__flat *byte = aggio__flat_new(off1, len1, 1, 0, 1);
+  check_map(byte, 4096, 7, 47008);
+  struct aggio__extents out = {0};
+  CHECK(aggio__flat_map(byte, 4096, 7, 47008, &out) == 0 && out.n == 1 &&
+            out.v[0].off == 4096 + 7 && out.v[0].len == 47008,
+        "a byte view: one extent");
+  CHECK(aggio__flat_map(byte, 4096, 7 + 47008, 10, &out) == 0 && out.n == 1 &&
+            out.v[0].len == 47018,
+        "the next range merges with it");
+  aggio__extents_free(&out);
+  int64_t off2[] = {-8}, len2[] = {24};
+  struct aggio__flat *shifted = aggio__flat_new(off2, len2, 1, -8, 24);
+  check_map(shifted, 100, 0, 1000);
+  check_map(shifted, 100, 23, 2);
+  aggio__flat_free(byte);
+  aggio__flat_free(shifted);
+}
+
 static void test_contiguous(void) {
   int64_t off[] = {0, 4}, len[] = {4, 4};
   struct aggio__flat *f = aggio__flat_new(off, len, 2, 0, 8);
@@ -377,6 +400,7 @@ int main(void) {
   test_map_tiles();
   test_map_coalesces_across_tiles();
   test_map_many_pieces();
+  test_map_gapless();
   test_contiguous();
   test_monotonic();
   test_disjoint();
