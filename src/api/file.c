@@ -656,6 +656,21 @@ static int vote(aggio_file fh, const struct aggio__hints *h, int64_t *v,
   return e->code;
 }
 
+/* set_view's and set_info's hints: gathered here, voted on (v: the rest
+ * of the vote, out) and put in effect; a changed must-match hint rebuilds
+ * what depends on it, and the ranks agree on how that went. */
+static int take_hints(aggio_file fh, MPI_Info info, int64_t *v, struct aggio__err *e) {
+  struct aggio__hints h;
+  new_hints(fh, info, &h);
+  if (vote(fh, &h, v, e) != 0)
+    return e->code;
+  int changed = !aggio__hints_match_equal(&fh->hints, &h); /* agreed: same everywhere */
+  apply_hints(fh, &h, changed, e);
+  if (changed) /* the rebuild may have failed on some ranks only */
+    aggio__agree(fh->comm, e);
+  return e->code;
+}
+
 /* The set_view record (docs/trace-format.md): displacement, etype size and
  * filetype size, and flag 4 when the filetype is contiguous, so that a
  * reader can turn later offsets (in etypes) into bytes. */
@@ -684,16 +699,8 @@ int aggio_file_set_view(aggio_file fh, MPI_Offset disp, MPI_Datatype etype,
   aggio__requests_settle(fh); /* outstanding operations keep the view they began with */
   if (view_disp(fh, &disp, &e) == 0)
     check_view(fh, disp, etype, filetype, datarep, &rep, &ft, &esize, &e);
-  struct aggio__hints h;
-  new_hints(fh, info, &h);
   int64_t v[VOTE_N];
-  if (vote(fh, &h, v, &e) == 0) {
-    int changed = !aggio__hints_match_equal(&fh->hints, &h); /* agreed: same everywhere */
-    apply_hints(fh, &h, changed, &e);
-    if (changed) /* the rebuild may have failed on some ranks only */
-      aggio__agree(fh->comm, &e);
-  }
-  if (e.code != 0) {
+  if (take_hints(fh, info, v, &e) != 0) {
     if (ft)
       aggio__flat_release(ft);
     return aggio__finish(&e);
@@ -907,16 +914,8 @@ int aggio_file_set_info(aggio_file fh, MPI_Info info) {
     return aggio__finish(&e);
   }
   aggio__requests_settle(fh);
-  struct aggio__hints h;
-  new_hints(fh, info, &h);
-  int64_t v[VOTE_N];
-  if (vote(fh, &h, v, &e) == 0) { /* the entry: progresses while it waits */
-    int changed = !aggio__hints_match_equal(&fh->hints, &h);
-    apply_hints(fh, &h, changed, &e);
-    if (changed) /* the rebuild may have failed on some ranks only */
-      aggio__agree(fh->comm, &e);
-  }
-  if (e.code == 0)
+  int64_t v[VOTE_N]; /* the vote is the entry: it progresses while it waits */
+  if (take_hints(fh, info, v, &e) == 0)
     aggio__strategies_prepare(fh); /* what the new hints need made blocking */
   return aggio__finish(&e);
 }
