@@ -93,4 +93,19 @@ static inline char *mpiio_read_reference(MPI_Comm comm, const char *path,
   return buf;
 }
 
+/* Checks, through the MPI library's MPI-IO, that the file holds `blocks`
+ * blocks of `block` bytes, block k all (char)(base + k): the layout these
+ * tests write (rank r's k-th block at (k * nranks + r) * block). */
+static inline void mpiio_check_blocks(const char *path, char base, MPI_Offset block,
+                                      MPI_Offset blocks) {
+  MPI_Offset len = 0;
+  char *file = mpiio_read_reference(MPI_COMM_WORLD, path, &len);
+  CHECK(file && len == block * blocks, "%s: length %lld", path, (long long)len);
+  int bad = 0;
+  for (MPI_Offset i = 0; file && i < len; i++)
+    bad += file[i] != (char)(base + i / block);
+  CHECK(bad == 0, "%s: %d wrong bytes", path, bad);
+  free(file);
+}
+
 #endif

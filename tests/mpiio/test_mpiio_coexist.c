@@ -24,17 +24,6 @@ static int served_by_aggio(MPI_File fh) {
   return flag;
 }
 
-static void check_bytes(const char *path, char base) {
-  MPI_Offset len = 0;
-  char *file = mpiio_read_reference(MPI_COMM_WORLD, path, &len);
-  CHECK(file && len == (MPI_Offset)N * nranks, "%s: length %lld", path, (long long)len);
-  int bad = 0;
-  for (MPI_Offset i = 0; file && i < len; i++)
-    bad += file[i] != (char)(base + i / N);
-  CHECK(bad == 0, "%s: %d wrong bytes", path, bad);
-  free(file);
-}
-
 static void coexist(void) {
   char pa[512], pb[512], pc[512];
   mpiio_path(pa, sizeof pa, "coexist_aggio");
@@ -85,9 +74,9 @@ static void coexist(void) {
   for (int k = 0; k < 3; k++)
     MPI_File_sync(files[k]);
   MPI_Barrier(MPI_COMM_WORLD);
-  check_bytes(pa, 'a');
-  check_bytes(pb, 'a' + 8);
-  check_bytes(pc, 'a' + 16);
+  mpiio_check_blocks(pa, 'a', N, nranks);
+  mpiio_check_blocks(pb, 'a' + 8, N, nranks);
+  mpiio_check_blocks(pc, 'a' + 16, N, nranks);
   rc = MPI_File_close(&a) | MPI_File_close(&b) | MPI_File_close(&c);
   CHECK(rc == MPI_SUCCESS && a == MPI_FILE_NULL && b == MPI_FILE_NULL, "closes %d", rc);
   free(buf);

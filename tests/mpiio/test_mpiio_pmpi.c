@@ -23,18 +23,6 @@ int MPI_File_write_at_all(MPI_File fh, MPI_Offset offset, const void *buf, int c
 /* aggio's Fortran handles start at 2^30 (src/mpiio/mpiio.h). */
 static int handle_is_aggio(MPI_File fh) { return PMPI_File_c2f(fh) >= 0x40000000; }
 
-static void check_file(const char *path, int blocks) {
-  MPI_Offset len = 0;
-  char *file = mpiio_read_reference(MPI_COMM_WORLD, path, &len);
-  CHECK(file && len == (MPI_Offset)N * nranks * blocks, "%s: length %lld", path,
-        (long long)len);
-  int bad = 0;
-  for (MPI_Offset i = 0; file && i < len; i++)
-    bad += file[i] != (char)('a' + i / N);
-  CHECK(bad == 0, "%s: %d wrong bytes", path, bad);
-  free(file);
-}
-
 /* Every call by its PMPI_ name: open, a view, collective, non-blocking
  * (completed by PMPI_Wait) and independent access, size, close. */
 static void pmpi_calls(void) {
@@ -69,7 +57,7 @@ static void pmpi_calls(void) {
         (long long)size);
   CHECK(back[0] == 'a' + rank && back[N - 1] == 'a' + rank, "PMPI read back");
   CHECK(PMPI_File_close(&fh) == MPI_SUCCESS && fh == MPI_FILE_NULL, "PMPI_File_close");
-  check_file(path, 2);
+  mpiio_check_blocks(path, 'a', N, 2 * nranks);
   free(buf);
   free(back);
 }
@@ -90,7 +78,7 @@ static void tool_above(void) {
   CHECK(rc == MPI_SUCCESS && tool_calls == 1, "the tool saw %d calls (rc %d)", tool_calls,
         rc);
   MPI_File_close(&fh);
-  check_file(path, 1);
+  mpiio_check_blocks(path, 'a', N, nranks);
   free(buf);
 }
 
