@@ -656,10 +656,22 @@ static int vote(aggio_file fh, const struct aggio__hints *h, int64_t *v,
   return e->code;
 }
 
+/* An info that brings no hint.  The hints in effect already have the
+ * environment's on top (open, and every set_view or set_info with keys
+ * applies them again), so without new keys they stay as they are: the
+ * hints struct is large, and HDF5 and PnetCDF set a view per dataset or
+ * record. */
+static int no_keys(MPI_Info info) {
+  int n = 0;
+  return info == MPI_INFO_NULL || (MPI_Info_get_nkeys(info, &n) == MPI_SUCCESS && n == 0);
+}
+
 /* set_view's and set_info's hints: gathered here, voted on (v: the rest
  * of the vote, out) and put in effect; a changed must-match hint rebuilds
  * what depends on it, and the ranks agree on how that went. */
 static int take_hints(aggio_file fh, MPI_Info info, int64_t *v, struct aggio__err *e) {
+  if (no_keys(info)) /* nothing new: the hints in effect, voted on as they are */
+    return vote(fh, &fh->hints, v, e);
   struct aggio__hints h;
   new_hints(fh, info, &h);
   if (vote(fh, &h, v, e) != 0)

@@ -73,23 +73,27 @@ int64_t aggio__report_unwritten(aggio_file fh, FILE *out) {
 }
 
 int aggio__file_size(aggio_file fh, MPI_Offset *size, struct aggio__err *e) {
-  int64_t n = 0;
-  if (aggio__store_size(&fh->st, &n, e) != 0)
-    return e->code;
+  int64_t n = 0, held = 0;
   /* what this rank wrote may still be in its node's cache, or in the
    * cache of another handle of the file; and every rank that took part in
    * a collective write sees at least the end it agreed on, wherever the
    * data waits (fh->coll_end: ROMIO and OMPIO, which write through, show
-   * it, and HDF5 compares sizes across ranks) */
+   * it, and HDF5 compares sizes across ranks).  The caches are asked
+   * before the file: bytes an I/O thread writes out between the two
+   * questions are then seen by one of them (asked the other way round,
+   * the file could answer before the write and the cache after it). */
   for (int i = 0; i < AGGIO_NSTRATEGIES; i++) {
     const struct aggio__strategy_ops *s = aggio__strategy_at(fh, i);
     if (aggio__ready(fh, i) && s->held_end) {
       int64_t end = s->held_end(fh, fh->strategy_state[i]);
-      n = end > n ? end : n;
+      held = end > held ? end : held;
     }
   }
   int64_t twins = aggio__files_twins_end(fh);
-  n = twins > n ? twins : n;
+  held = twins > held ? twins : held;
+  if (aggio__store_size(&fh->st, &n, e) != 0)
+    return e->code;
+  n = held > n ? held : n;
   int64_t agreed_end = __atomic_load_n(&fh->coll_end, __ATOMIC_RELAXED);
   n = agreed_end > n ? agreed_end : n;
   *size = (MPI_Offset)n;

@@ -114,6 +114,30 @@ int aggio__independent_io(struct aggio__op *op) {
   return after_io(op);
 }
 
+/* A small blocking independent write while a strategy holds written data
+ * of this file (write-behind's node cache) joins that data instead of
+ * going to the file at once.  Why: the I/O libraries write their metadata
+ * this way between collective calls (PnetCDF the record count after each
+ * record, HDF5 its object headers and B-tree nodes); a buffered write to
+ * the file waits on the file system's inode lock behind the I/O threads'
+ * large direct writes in flight (ext4: a few milliseconds, on 2 % of
+ * PnetCDF's record-count writes, a third of aggio's time in its ior-hard
+ * run).  Large writes still go straight to the file. */
+#define ABSORB_MAX (64 << 10)
+
+static int absorbed(struct aggio__op *op) {
+  aggio_file fh = op->fh;
+  if (op->acc.nbytes > ABSORB_MAX)
+    return 0;
+  for (int i = 0; i < AGGIO_NSTRATEGIES; i++) {
+    const struct aggio__strategy_ops *s = aggio__strategy_at(fh, i);
+    if (s && s->absorb_independent && aggio__ready(fh, i) &&
+        s->absorb_independent(fh, fh->strategy_state[i], &op->acc))
+      return 1;
+  }
+  return 0;
+}
+
 /* Before an independent access, strategies holding data of this node make
  * the touched bytes consistent (MPI's rule for one process's own
  * accesses); then the reference data path runs. */
@@ -121,6 +145,10 @@ int aggio__step_independent(struct aggio__op *op) {
   aggio_file fh = op->fh;
   if (op->err.code != 0 || op->acc.nbytes == 0)
     return aggio__then(op, NULL, AGGIO_P_WRITE);
+  if (op->acc.is_write && op->blocking && !fh->atomic && absorbed(op)) {
+    __atomic_store_n(&fh->wrote_alone, 1, __ATOMIC_RELAXED);
+    return aggio__then(op, NULL, AGGIO_P_WRITE);
+  }
   for (int i = 0; i < AGGIO_NSTRATEGIES && op->err.code == 0; i++) {
     const struct aggio__strategy_ops *s = aggio__strategy_at(fh, i);
     if (s && s->before_independent && aggio__ready(fh, i))

@@ -256,6 +256,12 @@ struct aggio__strategy_ops {
    * consistent (MPI's same-process rule) */
   int (*before_independent)(aggio_file fh, void *state, const struct aggio__access *acc,
                             struct aggio__err *e);
+  /* an independent blocking write of this rank that the strategy takes
+   * into the data it holds, as its own collective writes: 1 when it took
+   * it (the write is then done; a failure to write it out later is a
+   * deferred failure, reported as the strategy's own), 0 when the write
+   * must go to the file (before_independent is called then) */
+  int (*absorb_independent)(aggio_file fh, void *state, const struct aggio__access *acc);
   /* end of the data this rank's node holds for the file (get_size), or 0 */
   int64_t (*held_end)(aggio_file fh, void *state);
   /* bytes acknowledged to the program that this rank's node could not

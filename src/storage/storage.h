@@ -35,6 +35,9 @@
 #define AGGIO_IO_BEHIND AGGIO_OBS_BEHIND /* by an I/O thread after the call returned */
 #define AGGIO_IO_DIRECT_OK 4  /* the caller wants the device: use O_DIRECT when
                                * the piece is large and aligned enough */
+#define AGGIO_IO_DIRECT_EAGER 8 /* with DIRECT_OK: the writer does not wait for
+                                 * the device (write-behind), so smaller aligned
+                                 * middles go direct too */
 
 enum aggio__dio_state {
   AGGIO_DIO_OFF = 0, /* disabled by hint, or refused */

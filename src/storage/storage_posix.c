@@ -6,7 +6,8 @@
  *
  * Direct I/O: a write (or read) whose caller allows it (AGGIO_IO_DIRECT_OK)
  * sends its aligned middle through a second descriptor opened with
- * O_DIRECT when that middle is at least AGGIO_DIO_MIN bytes: measured here,
+ * O_DIRECT when that middle is at least AGGIO_DIO_MIN bytes (a writer that
+ * does not wait for it: AGGIO_DIO_MIN_EAGER): measured here,
  * a 1 MiB O_DIRECT write reaches the device's speed while 128 KiB ones run
  * at 40% of it, and every direct write waits for the device.  Head and tail
  * stay buffered.  Memory that is not aligned to the file system's direct-I/O
@@ -28,6 +29,13 @@
 
 /* Below this many aligned bytes a direct transfer costs more than it saves. */
 #define AGGIO_DIO_MIN (1 << 20)
+/* The same for a writer that does not wait for the device (write-behind's
+ * I/O threads, AGGIO_IO_DIRECT_EAGER): what it leaves buffered, a durable
+ * run writes back in its final sync, at the page cache's write-back speed
+ * (HDF5's ior-hard, 2 ranks, its datasets' data in 92 KiB runs between
+ * metadata: 410 MiB/s with the 1 MiB floor, 555 with this one; BENCHMARKS.md,
+ * issue 25). */
+#define AGGIO_DIO_MIN_EAGER (64 << 10)
 /* Size of one bounce buffer for unaligned memory. */
 #define AGGIO_BOUNCE (8 << 20)
 
@@ -279,7 +287,7 @@ static int direct_middle(struct aggio__store *st, int64_t len, int64_t off, int 
     return 0;
   *lo = aggio__round_up(off, a);
   *hi = aggio__round_down(off + len, a);
-  return *hi - *lo >= AGGIO_DIO_MIN;
+  return *hi - *lo >= ((flags & AGGIO_IO_DIRECT_EAGER) ? AGGIO_DIO_MIN_EAGER : AGGIO_DIO_MIN);
 }
 
 /* The file system refused a direct transfer after all: buffered from now on. */

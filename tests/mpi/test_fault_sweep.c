@@ -536,6 +536,41 @@ static void sc_flush(struct run *r, const void *arg) {
   COLL(r, "close", aggio_file_close(&fh));
 }
 
+/* Small independent writes between collective ones, as PnetCDF's record
+ * count and HDF5's metadata: with write-behind's cache made, they join
+ * it (src/core/independent_io.c, "absorbed") and their failures are
+ * deferred like the collective writes'.  Each rank reads its own back
+ * (MPI: a process sees its own writes), and the file must hold every
+ * acknowledged byte after close. */
+static void sc_absorb(struct run *r, const void *arg) {
+  (void)arg;
+  MPI_Info info =
+      info_of("aggio_strategy", "write_behind", "striping_unit", "4096",
+              "aggio_write_behind_size", "16384", "aggio_emulate_nodes", "2", NULL);
+  aggio_file fh = open_file(r, 0, MPI_MODE_CREATE | MPI_MODE_RDWR, info, 1);
+  if (!fh)
+    return;
+  enum { ROUNDS = 4 };
+  int64_t area = (int64_t)ROUNDS * nprocs * SMALL; /* the collective writes' bytes */
+  for (int k = 0; k < ROUNDS; k++) {
+    small_writes(r, fh, 0, 1, (int64_t)k * nprocs * SMALL);
+    unsigned char buf[64], back[64];
+    int64_t off = area + ((int64_t)k * nprocs + rank) * (int64_t)sizeof buf;
+    for (size_t j = 0; j < sizeof buf; j++)
+      buf[j] = pat(100 + k, off + (int64_t)j);
+    MPI_Status st;
+    LOCAL(r, "write_at (small)",
+          aggio_file_write_at(fh, off, buf, (int)sizeof buf, MPI_BYTE, &st));
+    int wrote = r->ncalls - 1;
+    expect(r, wrote, piece(0, 100 + k, off, sizeof buf));
+    LOCAL(r, "read_at (own)",
+          aggio_file_read_at(fh, off, back, (int)sizeof back, MPI_BYTE, &st));
+    if (r->rc[wrote] == 0)
+      check_read(r, &r->exp[r->nexp - 1], back, &st);
+  }
+  COLL(r, "close", aggio_file_close(&fh));
+}
+
 /* 8 small non-blocking collective writes started back to back, completed
  * by one waitall: they merge (src/core/merge.c).  Each request's outcome is
  * agreed too, and counts as a call in start order: a later request may
@@ -714,6 +749,7 @@ static const struct scenario scenarios[] = {
     {"first", "first.auto", sc_first, &au, 0},
     {"first", "first.auto.nb", sc_first, &aunb, 0},
     {"flush", "flush", sc_flush, NULL, 0},
+    {"flush", "absorb", sc_absorb, NULL, 0},
     {"merge", "merge.auto", sc_merge, "auto", 0},
     {"merge", "merge.two_phase", sc_merge, "two_phase", 0},
     {"placement", "placement", sc_placement, NULL, 0},

@@ -316,6 +316,23 @@ static struct slot *room(struct aggio__cache *c, int evict) {
   return NULL;
 }
 
+/* Queues the written slots the writers have left (locked): untouched
+ * while more blocks' worth of copies than the cache holds went elsewhere.
+ * Why: a block with a hole (HDF5 leaves room for metadata it writes only
+ * at close; PnetCDF for its header) never fills, and would otherwise wait
+ * for eviction, the age bound or the sync, where the writers wait for it;
+ * written now, it goes while they copy on.  A rank that writes its own
+ * region touches its block once per copy of each rank of the node, far
+ * within the bound. */
+static void queue_left(struct aggio__cache *c) {
+  uint64_t idle = (uint64_t)c->nslots * (uint64_t)(c->nranks + 1);
+  for (int i = 0; i < c->nslots; i++) {
+    struct slot *s = &c->sh->slot[i];
+    if (s->state == OPEN && s->nruns > 0 && s->pins == 0 && c->sh->clock - s->used > idle)
+      queue(c, s, JOB_WRITE);
+  }
+}
+
 /* ---- the work: writing and loading slots ------------------------------------------------ */
 
 static int64_t run_bytes(const struct slot *s) {
@@ -347,7 +364,7 @@ static void take(struct slot *s) {
 static int write_slot(struct aggio__cache *c, struct slot *s, int flags, struct aggio__err *e) {
   int64_t base = s->block * c->block;
   char *d = slot_data(c, s);
-  flags |= AGGIO_IO_AGGREGATOR | AGGIO_IO_DIRECT_OK;
+  flags |= AGGIO_IO_AGGREGATOR | AGGIO_IO_DIRECT_OK | AGGIO_IO_DIRECT_EAGER;
   for (int i = 0; i < s->nruns; i++) {
     int64_t a = s->run[i][0], b = s->run[i][1];
     if (aggio__pwrite(c->fh, d + a, b - a, base + a, flags, e) != 0)
@@ -500,6 +517,7 @@ static struct slot *slot_for_write(struct aggio__cache *c, int64_t block, int64_
       s = room(c, 1);
       if (s) {
         claim(c, s, block);
+        queue_left(c);
         continue;
       }
     } /* else queued or busy: its data reaches the file before ours */
@@ -761,7 +779,7 @@ int aggio__cache_error(struct aggio__cache *c, struct aggio__err *e) {
   if (!fresh || !e || e->code != 0)
     return 0;
   c->peeked = n;
-  return aggio__fail(e, code, "rank %d: %lld bytes of earlier collective writes, held by "
+  return aggio__fail(e, code, "rank %d: %lld bytes of earlier writes, held by "
                      "write-behind, failed to reach the file %s: %s", c->fh->rank,
                      (long long)bytes, c->fh->path, msg);
 }

@@ -275,11 +275,34 @@ static int wb_before_independent(aggio_file fh, void *state, const struct aggio_
                                  struct aggio__err *e) {
   struct wb_file *f = state;
   (void)fh;
-  (void)e;
   aggio__cache_quiesce(f->cache, f->blocking_writes);
   for (size_t i = 0; i < acc->file.n; i++)
     aggio__cache_settle(f->cache, acc->file.v[i].off, acc->file.v[i].len, acc->is_write);
-  return 0;
+  /* A read after written data of this node failed to reach the file
+   * fails with that failure: the bytes it would return may be the old
+   * ones, and MPI promises a process its own writes.  The failure stays
+   * unreported, for the next collective call to report on every rank. */
+  if (!acc->is_write)
+    aggio__cache_error(f->cache, e);
+  return e->code;
+}
+
+/* The write joins the node cache once every rank of the node has copied
+ * in its part of the collective writes before it: the same order as a
+ * write to the file after them.  What other nodes' caches hold is ordered
+ * with it as with a write to the file (MPI's sync rule for bytes written
+ * by other processes; a later collective write over those bytes settles
+ * the other caches first, wb_start). */
+static int wb_absorb_independent(aggio_file fh, void *state, const struct aggio__access *acc) {
+  struct wb_file *f = state;
+  (void)fh;
+  aggio__cache_quiesce(f->cache, f->blocking_writes);
+  int64_t spos = 0;
+  for (size_t i = 0; i < acc->file.n; i++) {
+    aggio__cache_put(f->cache, acc->file.v[i].off, acc->file.v[i].len, acc->stream + spos);
+    spos += acc->file.v[i].len;
+  }
+  return 1;
 }
 
 static int64_t wb_unwritten(aggio_file fh, void *state, char *msg, size_t len, int *speaker) {
@@ -306,6 +329,7 @@ const struct aggio__strategy_ops aggio__strategy_write_behind = {
     .reported = wb_reported,
     .flush = wb_flush,
     .before_independent = wb_before_independent,
+    .absorb_independent = wb_absorb_independent,
     .held_end = wb_held_end,
     .unwritten = wb_unwritten,
 };
