@@ -7,10 +7,12 @@
 #ifndef AGGIO_BENCH_OPTS_H
 #define AGGIO_BENCH_OPTS_H
 
+#include <fcntl.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct opts {
   const char *pattern, *path;
@@ -18,6 +20,8 @@ struct opts {
   long long grid[3]; /* x, y, z */
   int steps, reps, independent, write_only;
   int fsync; /* -e: flush to storage before the close, inside the timing (IOR -e) */
+  int warm;  /* --warm: read what the page cache holds (default: cold reads) */
+  const char *cache; /* how the read phase started: "dropped", "fadvise", "warm" */
 };
 
 /* The options as given; 0, or -1 on a malformed or missing one. */
@@ -31,6 +35,8 @@ static inline int bench_parse_args(int argc, char **argv, struct opts *o) {
       o->write_only = 1;
     else if (!strcmp(a, "-e"))
       o->fsync = 1;
+    else if (!strcmp(a, "--warm"))
+      o->warm = 1;
     else if (!v)
       return -1;
     else if (!strcmp(a, "-p"))
@@ -77,6 +83,39 @@ static inline int bench_btio_ok(const struct opts *o) {
   return o->steps >= 1 && o->grid[0] >= 1 && o->grid[1] >= 1 && o->grid[2] >= 1;
 }
 
+/* Before a read phase, untimed: the file's pages leave the page cache, so
+ * the read measures the storage, as it would on a file written by an
+ * earlier job (issue 25: with the cache warm, the MPI library's buffered
+ * reads were timed against aggio's direct ones).  One rank per node drops
+ * the whole page cache where it may (root), else asks the kernel to drop
+ * this file's pages (posix_fadvise DONTNEED, after fdatasync: clean pages
+ * only go).  o->cache says which, the same on every rank. */
+static inline void bench_cold(MPI_Comm comm, struct opts *o) {
+  MPI_Comm node;
+  int lrank, how = 2, worst; /* 0 dropped, 1 fadvise, 2 warm */
+  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  MPI_Comm_rank(node, &lrank);
+  MPI_Barrier(comm);
+  if (!o->warm && lrank == 0) {
+    sync();
+    int fd = open("/proc/sys/vm/drop_caches", O_WRONLY);
+    if (fd >= 0 && write(fd, "3\n", 2) == 2)
+      how = 0;
+    if (fd >= 0)
+      close(fd);
+    if (how != 0 && (fd = open(o->path, O_RDONLY)) >= 0) {
+      if (fdatasync(fd) == 0 && posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0)
+        how = 1;
+      close(fd);
+    }
+  } else if (!o->warm) {
+    how = 0; /* the node's first rank decides */
+  }
+  MPI_Comm_free(&node);
+  MPI_Allreduce(&how, &worst, 1, MPI_INT, MPI_MAX, comm);
+  o->cache = worst == 0 ? "dropped" : worst == 1 ? "fadvise" : "warm";
+}
+
 /* The phase's outcome over the ranks (bytes and errors summed, the slowest
  * rank's time, as IOR times) printed by rank 0; 0 when every rank
  * succeeded and every value read back was right. */
@@ -92,10 +131,10 @@ static inline int bench_report(MPI_Comm comm, const char *api, const struct opts
   MPI_Allreduce(&mine, &secs, 1, MPI_DOUBLE, MPI_MAX, comm);
   if (rank == 0)
     printf("RESULT api=%s pattern=%s ranks=%d access=%s rep=%d bytes=%lld seconds=%.6f "
-           "MiBps=%.2f errors=%lld%s\n",
+           "MiBps=%.2f errors=%lld cache=%s%s\n",
            api, o->pattern, nranks, writing ? "write" : "read", rep, sum[0], secs,
            secs > 0 ? (double)sum[0] / 1048576.0 / secs : 0.0, sum[1],
-           sum[2] ? " failed=1" : "");
+           writing ? "-" : o->cache ? o->cache : "warm", sum[2] ? " failed=1" : "");
   fflush(stdout);
   return (sum[1] || sum[2]) ? 1 : 0;
 }

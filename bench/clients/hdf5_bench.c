@@ -26,6 +26,7 @@
  * checks every value.  One line per phase:
  *   RESULT api=HDF5 pattern=P ranks=N access=write rep=R bytes=B seconds=S MiBps=X errors=E
  */
+#define _DEFAULT_SOURCE /* sync, fdatasync, posix_fadvise (bench_opts.h) */
 #include <hdf5.h>
 #include "bench_opts.h"
 #include <mpi.h>
@@ -199,7 +200,7 @@ int main(int argc, char **argv) {
   if (parse(argc, argv, &c.o)) {
     if (c.rank == 0)
       fprintf(stderr, "usage: hdf5_bench -p ior-hard|segmented|btio -o FILE [-s S] [-t T] [-b B] "
-                      "[-g NX,NY,NZ] [-n steps] [-i reps] [-I] [-W] [-e]\n");
+                      "[-g NX,NY,NZ] [-n steps] [-i reps] [-I] [-W] [-e] [--warm]\n");
     MPI_Finalize();
     return 2;
   }
@@ -208,8 +209,10 @@ int main(int argc, char **argv) {
   int status = 0;
   for (int r = 0; r < c.o.reps && !status; r++) {
     status = phase(&c, 1, r);
-    if (!status && !c.o.write_only)
+    if (!status && !c.o.write_only) {
+      bench_cold(c.comm, &c.o);
       status = phase(&c, 0, r);
+    }
   }
   H5Pclose(c.dxpl);
   MPI_Finalize();

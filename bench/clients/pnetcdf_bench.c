@@ -27,6 +27,7 @@
  * rank) and reads it back (ncmpi_open to ncmpi_close) checking every value.
  *   RESULT api=NCMPI pattern=P ranks=N access=write rep=R bytes=B seconds=S MiBps=X errors=E
  */
+#define _DEFAULT_SOURCE /* sync, fdatasync, posix_fadvise (bench_opts.h) */
 #include "bench_opts.h"
 #include <mpi.h>
 #include <pnetcdf.h>
@@ -233,15 +234,17 @@ int main(int argc, char **argv) {
   if (parse(argc, argv, &c.o)) {
     if (c.rank == 0)
       fprintf(stderr, "usage: pnetcdf_bench -p ior-hard|segmented|btio|btio-nb -o FILE [-s S] "
-                      "[-t T] [-b B] [-g NX,NY,NZ] [-n steps] [-i reps] [-I] [-W] [-e]\n");
+                      "[-t T] [-b B] [-g NX,NY,NZ] [-n steps] [-i reps] [-I] [-W] [-e] [--warm]\n");
     MPI_Finalize();
     return 2;
   }
   int status = 0;
   for (int r = 0; r < c.o.reps && !status; r++) {
     status = phase(&c, 1, r);
-    if (!status && !c.o.write_only)
+    if (!status && !c.o.write_only) {
+      bench_cold(c.comm, &c.o);
       status = phase(&c, 0, r);
+    }
   }
   MPI_Finalize();
   return status;
