@@ -625,6 +625,7 @@ static int apply_hints(aggio_file fh, const struct aggio__hints *h, int changed,
     aggio__files_unlock();
   }
   fh->hints = *h;
+  fh->hints_hashed = 0;
   if (changed)
     hints_changed(fh, e);
   else /* the hints were set again: their "ignored" reasons with them */
@@ -642,9 +643,19 @@ static int apply_hints(aggio_file fh, const struct aggio__hints *h, int changed,
  * makes the same decision on every rank. */
 enum { VOTE_HASH_MIN, VOTE_HASH_MAX_NOT, VOTE_SFP_MOVED_NEG, VOTE_N };
 
+/* The hints in effect's hash, made once per change (set_view votes on it
+ * for every dataset or record). */
+static uint64_t hints_hash(aggio_file fh) {
+  if (!fh->hints_hashed) {
+    fh->hints_hash = aggio__hints_match_hash(&fh->hints);
+    fh->hints_hashed = 1;
+  }
+  return fh->hints_hash;
+}
+
 static int vote(aggio_file fh, const struct aggio__hints *h, int64_t *v,
                 struct aggio__err *e) {
-  uint64_t hash = aggio__hints_match_hash(h);
+  uint64_t hash = h == &fh->hints ? hints_hash(fh) : aggio__hints_match_hash(h);
   int64_t x;
   memcpy(&x, &hash, sizeof x); /* compared for equality only */
   v[VOTE_HASH_MIN] = x;

@@ -138,6 +138,22 @@ static int absorbed(struct aggio__op *op) {
   return 0;
 }
 
+/* The same for a small blocking independent read: a strategy holding all
+ * its bytes (write-behind's loaded blocks) copies them; else the read goes
+ * to the file. */
+static int served(struct aggio__op *op) {
+  aggio_file fh = op->fh;
+  if (op->acc.nbytes > ABSORB_MAX)
+    return 0;
+  for (int i = 0; i < AGGIO_NSTRATEGIES; i++) {
+    const struct aggio__strategy_ops *s = aggio__strategy_at(fh, i);
+    if (s && s->serve_independent && aggio__ready(fh, i) &&
+        s->serve_independent(fh, fh->strategy_state[i], &op->acc))
+      return 1;
+  }
+  return 0;
+}
+
 /* Before an independent access, strategies holding data of this node make
  * the touched bytes consistent (MPI's rule for one process's own
  * accesses); then the reference data path runs. */
@@ -149,6 +165,8 @@ int aggio__step_independent(struct aggio__op *op) {
     __atomic_store_n(&fh->wrote_alone, 1, __ATOMIC_RELAXED);
     return aggio__then(op, NULL, AGGIO_P_WRITE);
   }
+  if (!op->acc.is_write && op->blocking && !fh->atomic && served(op))
+    return aggio__then(op, NULL, AGGIO_P_READ);
   for (int i = 0; i < AGGIO_NSTRATEGIES && op->err.code == 0; i++) {
     const struct aggio__strategy_ops *s = aggio__strategy_at(fh, i);
     if (s && s->before_independent && aggio__ready(fh, i))

@@ -132,6 +132,8 @@ struct aggio_file_s {
   struct aggio__faults *faults; /* AGGIO_FAULTS for tests, or NULL */
   char fstype[32];        /* "ext4", "tmpfs", "lustre", ... */
   struct aggio__hints hints;
+  uint64_t hints_hash;    /* aggio__hints_match_hash(&hints), when hints_hashed */
+  int hints_hashed;       /* 0 after hints change (file.c sets it again) */
   struct aggio__view view;
   MPI_Offset fp_ind;      /* individual file pointer, in etypes */
   struct aggio__sfp_state sfp; /* the shared file pointer (shared_fp.h) */
@@ -262,6 +264,10 @@ struct aggio__strategy_ops {
    * deferred failure, reported as the strategy's own), 0 when the write
    * must go to the file (before_independent is called then) */
   int (*absorb_independent)(aggio_file fh, void *state, const struct aggio__access *acc);
+  /* an independent blocking read of this rank that the strategy serves
+   * from the data it holds, when it holds all of it: 1 when it copied the
+   * bytes into acc->stream, 0 when the read must go to the file */
+  int (*serve_independent)(aggio_file fh, void *state, const struct aggio__access *acc);
   /* end of the data this rank's node holds for the file (get_size), or 0 */
   int64_t (*held_end)(aggio_file fh, void *state);
   /* bytes acknowledged to the program that this rank's node could not

@@ -68,6 +68,12 @@ int64_t aggio__cache_put_some(struct aggio__cache *c, int64_t off, int64_t len, 
 int aggio__cache_get(struct aggio__cache *c, int64_t off, int64_t len, char *dst,
                      int64_t *eof, struct aggio__err *e);
 
+/* Copies [off, off + len) of the file into dst when the cache holds all
+ * of it in loaded blocks (a block loaded, or loaded ahead, and perhaps
+ * written over since); loads nothing, waits for nothing.  1 when it
+ * copied it all, else 0 (dst then holds nothing meaningful). */
+int aggio__cache_peek(struct aggio__cache *c, int64_t off, int64_t len, char *dst);
+
 /* This rank's blocking collective write has all its data in the cache. */
 void aggio__cache_copied(struct aggio__cache *c);
 /* Waits until every rank of the cache has copied in `writes` blocking

@@ -305,6 +305,26 @@ static int wb_absorb_independent(aggio_file fh, void *state, const struct aggio_
   return 1;
 }
 
+/* A small independent read of bytes the cache holds loaded (HDF5 reads a
+ * dataset's object header just before the collective read of its data,
+ * whose blocks read-ahead has loaded) is copied from the cache: read from
+ * the file, each went to the device, since the blocks around it were
+ * loaded with direct I/O and the page cache never saw them.  After the
+ * node's blocking collective writes are in, as for a read from the file. */
+static int wb_serve_independent(aggio_file fh, void *state, const struct aggio__access *acc) {
+  struct wb_file *f = state;
+  (void)fh;
+  aggio__cache_quiesce(f->cache, f->blocking_writes);
+  int64_t spos = 0;
+  for (size_t i = 0; i < acc->file.n; i++) {
+    if (!aggio__cache_peek(f->cache, acc->file.v[i].off, acc->file.v[i].len,
+                           acc->stream + spos))
+      return 0;
+    spos += acc->file.v[i].len;
+  }
+  return 1;
+}
+
 static int64_t wb_unwritten(aggio_file fh, void *state, char *msg, size_t len, int *speaker) {
   struct wb_file *f = state;
   (void)fh;
@@ -330,6 +350,7 @@ const struct aggio__strategy_ops aggio__strategy_write_behind = {
     .flush = wb_flush,
     .before_independent = wb_before_independent,
     .absorb_independent = wb_absorb_independent,
+    .serve_independent = wb_serve_independent,
     .held_end = wb_held_end,
     .unwritten = wb_unwritten,
 };
