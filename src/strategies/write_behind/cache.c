@@ -71,6 +71,8 @@ struct shared {
   int64_t reported;     /* failures an agreement reported to every rank */
   int64_t reported_bytes;
   int64_t owner_deaths; /* processes that died holding the lock */
+  int mixed_reads;      /* an independent read of the node went to the file:
+                         * loads go through the page cache from then on */
   int err_code;
   char err_msg[256];
   struct slot slot[];
@@ -374,16 +376,19 @@ static int write_slot(struct aggio__cache *c, struct slot *s, int flags, struct 
   return 0;
 }
 
-/* Loads go through the page cache: its own read-ahead runs beside the
- * cache's, and the small independent reads around the loaded blocks
- * (HDF5's object headers) find their pages there.  Measured cold (page
- * cache dropped before the read phase), HDF5's ior-hard read: MPICH 2
- * ranks 898 MiB/s buffered, 693 direct, the MPI library's 882; Open MPI
- * 4 ranks 423 and 414, the library's 326 (BENCHMARKS.md, issue 25). */
+/* Loads go to the device (direct I/O for aligned blocks) while the file
+ * is read through the cache alone; once an independent read of the node
+ * has gone to the file, through the page cache, where those reads then
+ * find the pages around the loaded blocks (HDF5 reads object headers and
+ * B-tree nodes between its datasets' data).  Measured cold: aggio-bench's
+ * ior-hard read, Open MPI 2 ranks, 1916-2025 MiB/s direct against 616-1819
+ * buffered; HDF5's, MPICH 2 ranks, 898 buffered against 693 direct (the
+ * MPI library's 882; BENCHMARKS.md, issue 25). */
 static int load_slot(struct aggio__cache *c, struct slot *s, int flags, struct aggio__err *e) {
   int64_t got = 0;
+  int direct = __atomic_load_n(&c->sh->mixed_reads, __ATOMIC_RELAXED) ? 0 : AGGIO_IO_DIRECT_OK;
   int rc = aggio__pread(c->fh, slot_data(c, s), c->block, s->block * c->block, &got,
-                        flags | AGGIO_IO_AGGREGATOR, e);
+                        flags | AGGIO_IO_AGGREGATOR | direct, e);
   s->valid_len = got;
   return rc;
 }
@@ -766,6 +771,8 @@ void aggio__cache_flush(struct aggio__cache *c, int drop) {
 void aggio__cache_settle(struct aggio__cache *c, int64_t off, int64_t len, int writing) {
   if (len <= 0)
     return;
+  if (!writing)
+    __atomic_store_n(&c->sh->mixed_reads, 1, __ATOMIC_RELAXED);
   int64_t first = off / c->block, last = (off + len - 1) / c->block;
   lock_cache(c);
   write_out(c, first, last);

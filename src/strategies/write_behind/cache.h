@@ -89,7 +89,8 @@ void aggio__cache_flush(struct aggio__cache *c, int drop);
 
 /* Before this rank's own access to [off, off + len): dirty blocks it
  * touches reach the file; with `writing`, loaded blocks it touches are
- * forgotten (they would go stale). */
+ * forgotten (they would go stale).  A read makes later loads buffered
+ * (load_slot says why). */
 void aggio__cache_settle(struct aggio__cache *c, int64_t off, int64_t len, int writing);
 
 /* Forgets loaded copies of blocks overlapping [lo, hi) (another node
