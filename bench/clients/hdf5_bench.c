@@ -19,12 +19,15 @@
  * options: -s segments (ior-hard 64, segmented 4), -t transfer, -b block,
  *          -g NX,NY,NZ (btio, default 64,64,64), -n steps (btio, 4),
  *          -i repetitions (1), -I (independent transfers), -W (write only),
- *          -e (flush to storage before closing, timed: IOR's -e)
+ *          -e (flush to storage before closing, timed: IOR's -e),
+ *          --warm (read what the page cache holds; default: the page cache,
+ *          or the file's pages, is dropped before the read phase, untimed)
  *
  * Each repetition writes the file (timed from H5Fcreate to H5Fclose, the
  * slowest rank, as IOR times), then reads it back (H5Fopen to H5Fclose) and
  * checks every value.  One line per phase:
  *   RESULT api=HDF5 pattern=P ranks=N access=write rep=R bytes=B seconds=S MiBps=X errors=E
+ *          cache=C   (reads: dropped, fadvise or warm; writes: -)
  */
 #define _DEFAULT_SOURCE /* sync, fdatasync, posix_fadvise (bench_opts.h) */
 #include <hdf5.h>

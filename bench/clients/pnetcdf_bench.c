@@ -20,12 +20,15 @@
  * options: -s segments (ior-hard 64, segmented 4), -t transfer, -b block,
  *          -g NX,NY,NZ (btio, default 64,64,64), -n steps (btio, 4),
  *          -i repetitions (1), -I (independent data mode), -W (write only),
- *          -e (flush to storage before closing, timed: IOR's -e)
+ *          -e (flush to storage before closing, timed: IOR's -e),
+ *          --warm (read what the page cache holds; default: the page cache,
+ *          or the file's pages, is dropped before the read phase, untimed)
  *
  * The file is CDF-2 (NC_64BIT_OFFSET), as IOR creates it.
  * Each repetition writes the file (ncmpi_create to ncmpi_close, the slowest
  * rank) and reads it back (ncmpi_open to ncmpi_close) checking every value.
  *   RESULT api=NCMPI pattern=P ranks=N access=write rep=R bytes=B seconds=S MiBps=X errors=E
+ *          cache=C   (reads: dropped, fadvise or warm; writes: -)
  */
 #define _DEFAULT_SOURCE /* sync, fdatasync, posix_fadvise (bench_opts.h) */
 #include "bench_opts.h"
