@@ -122,33 +122,18 @@ int aggio__independent_io(struct aggio__op *op) {
  * the file waits on the file system's inode lock behind the I/O threads'
  * large direct writes in flight (ext4: a few milliseconds, on 2 % of
  * PnetCDF's record-count writes, a third of aggio's time in its ior-hard
- * run).  Large writes still go straight to the file. */
-#define ABSORB_MAX (64 << 10)
+ * run).  A small read of bytes a strategy holds (write-behind's loaded
+ * blocks) is copied from them.  Large accesses go to the file. */
+#define HELD_MAX (64 << 10)
 
-static int absorbed(struct aggio__op *op) {
+static int held_by_strategy(struct aggio__op *op) {
   aggio_file fh = op->fh;
-  if (op->acc.nbytes > ABSORB_MAX)
+  if (op->acc.nbytes > HELD_MAX)
     return 0;
   for (int i = 0; i < AGGIO_NSTRATEGIES; i++) {
     const struct aggio__strategy_ops *s = aggio__strategy_at(fh, i);
-    if (s && s->absorb_independent && aggio__ready(fh, i) &&
-        s->absorb_independent(fh, fh->strategy_state[i], &op->acc))
-      return 1;
-  }
-  return 0;
-}
-
-/* The same for a small blocking independent read: a strategy holding all
- * its bytes (write-behind's loaded blocks) copies them; else the read goes
- * to the file. */
-static int served(struct aggio__op *op) {
-  aggio_file fh = op->fh;
-  if (op->acc.nbytes > ABSORB_MAX)
-    return 0;
-  for (int i = 0; i < AGGIO_NSTRATEGIES; i++) {
-    const struct aggio__strategy_ops *s = aggio__strategy_at(fh, i);
-    if (s && s->serve_independent && aggio__ready(fh, i) &&
-        s->serve_independent(fh, fh->strategy_state[i], &op->acc))
+    if (s && s->hold_independent && aggio__ready(fh, i) &&
+        s->hold_independent(fh, fh->strategy_state[i], &op->acc))
       return 1;
   }
   return 0;
@@ -161,12 +146,11 @@ int aggio__step_independent(struct aggio__op *op) {
   aggio_file fh = op->fh;
   if (op->err.code != 0 || op->acc.nbytes == 0)
     return aggio__then(op, NULL, AGGIO_P_WRITE);
-  if (op->acc.is_write && op->blocking && !fh->atomic && absorbed(op)) {
-    __atomic_store_n(&fh->wrote_alone, 1, __ATOMIC_RELAXED);
-    return aggio__then(op, NULL, AGGIO_P_WRITE);
+  if (op->blocking && !fh->atomic && held_by_strategy(op)) {
+    if (op->acc.is_write)
+      __atomic_store_n(&fh->wrote_alone, 1, __ATOMIC_RELAXED);
+    return aggio__then(op, NULL, op->acc.is_write ? AGGIO_P_WRITE : AGGIO_P_READ);
   }
-  if (!op->acc.is_write && op->blocking && !fh->atomic && served(op))
-    return aggio__then(op, NULL, AGGIO_P_READ);
   for (int i = 0; i < AGGIO_NSTRATEGIES && op->err.code == 0; i++) {
     const struct aggio__strategy_ops *s = aggio__strategy_at(fh, i);
     if (s && s->before_independent && aggio__ready(fh, i))

@@ -258,16 +258,13 @@ struct aggio__strategy_ops {
    * consistent (MPI's same-process rule) */
   int (*before_independent)(aggio_file fh, void *state, const struct aggio__access *acc,
                             struct aggio__err *e);
-  /* an independent blocking write of this rank that the strategy takes
-   * into the data it holds, as its own collective writes: 1 when it took
-   * it (the write is then done; a failure to write it out later is a
-   * deferred failure, reported as the strategy's own), 0 when the write
-   * must go to the file (before_independent is called then) */
-  int (*absorb_independent)(aggio_file fh, void *state, const struct aggio__access *acc);
-  /* an independent blocking read of this rank that the strategy serves
-   * from the data it holds, when it holds all of it: 1 when it copied the
-   * bytes into acc->stream, 0 when the read must go to the file */
-  int (*serve_independent)(aggio_file fh, void *state, const struct aggio__access *acc);
+  /* a small independent blocking access of this rank that the strategy
+   * holds: a write taken into the data it holds, as its own collective
+   * writes (a failure to write it out later is a deferred failure,
+   * reported as the strategy's own), or a read copied from that data when
+   * it holds all of it.  1 when it did; 0: the access goes to the file
+   * (before_independent is called then) */
+  int (*hold_independent)(aggio_file fh, void *state, const struct aggio__access *acc);
   /* end of the data this rank's node holds for the file (get_size), or 0 */
   int64_t (*held_end)(aggio_file fh, void *state);
   /* bytes acknowledged to the program that this rank's node could not

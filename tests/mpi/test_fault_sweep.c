@@ -520,15 +520,20 @@ static void sc_first(struct run *r, const void *arg) {
   COLL(r, "close", aggio_file_close(&fh));
 }
 
-/* Write-behind with a node cache of four 4 KiB blocks: 16 small collective
- * writes evict blocks to its I/O threads while the calls go on, then sync
- * and close write the rest. */
-static void sc_flush(struct run *r, const void *arg) {
-  (void)arg;
+/* File 0 through write-behind with a node cache of four 4 KiB blocks, on
+ * two emulated nodes. */
+static aggio_file open_small_cache(struct run *r) {
   MPI_Info info =
       info_of("aggio_strategy", "write_behind", "striping_unit", "4096",
               "aggio_write_behind_size", "16384", "aggio_emulate_nodes", "2", NULL);
-  aggio_file fh = open_file(r, 0, MPI_MODE_CREATE | MPI_MODE_RDWR, info, 1);
+  return open_file(r, 0, MPI_MODE_CREATE | MPI_MODE_RDWR, info, 1);
+}
+
+/* 16 small collective writes evict blocks of that cache to its I/O
+ * threads while the calls go on, then sync and close write the rest. */
+static void sc_flush(struct run *r, const void *arg) {
+  (void)arg;
+  aggio_file fh = open_small_cache(r);
   if (!fh)
     return;
   small_writes(r, fh, 0, 16, 0);
@@ -538,16 +543,13 @@ static void sc_flush(struct run *r, const void *arg) {
 
 /* Small independent writes between collective ones, as PnetCDF's record
  * count and HDF5's metadata: with write-behind's cache made, they join
- * it (src/core/independent_io.c, "absorbed") and their failures are
+ * it (src/core/independent_io.c, held_by_strategy) and their failures are
  * deferred like the collective writes'.  Each rank reads its own back
  * (MPI: a process sees its own writes), and the file must hold every
  * acknowledged byte after close. */
 static void sc_absorb(struct run *r, const void *arg) {
   (void)arg;
-  MPI_Info info =
-      info_of("aggio_strategy", "write_behind", "striping_unit", "4096",
-              "aggio_write_behind_size", "16384", "aggio_emulate_nodes", "2", NULL);
-  aggio_file fh = open_file(r, 0, MPI_MODE_CREATE | MPI_MODE_RDWR, info, 1);
+  aggio_file fh = open_small_cache(r);
   if (!fh)
     return;
   enum { ROUNDS = 4 };

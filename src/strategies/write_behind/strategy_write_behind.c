@@ -287,40 +287,28 @@ static int wb_before_independent(aggio_file fh, void *state, const struct aggio_
   return e->code;
 }
 
-/* The write joins the node cache once every rank of the node has copied
- * in its part of the collective writes before it: the same order as a
- * write to the file after them.  What other nodes' caches hold is ordered
- * with it as with a write to the file (MPI's sync rule for bytes written
- * by other processes; a later collective write over those bytes settles
- * the other caches first, wb_start). */
-static int wb_absorb_independent(aggio_file fh, void *state, const struct aggio__access *acc) {
+/* A small blocking independent access, held by the node cache, after
+ * every rank of the node has copied in its part of the collective writes
+ * before it (the order of an access to the file after them):
+ * - a write joins the cache, and what other nodes' caches hold is ordered
+ *   with it as with a write to the file (MPI's sync rule for bytes written
+ *   by other processes; a later collective write over those bytes settles
+ *   the other caches first, wb_start);
+ * - a read of bytes the cache holds loaded is copied from it (HDF5 reads
+ *   a dataset's object header just before the collective read of its
+ *   data, whose blocks read-ahead has loaded); else it goes to the file. */
+static int wb_hold_independent(aggio_file fh, void *state, const struct aggio__access *acc) {
   struct wb_file *f = state;
   (void)fh;
   aggio__cache_quiesce(f->cache, f->blocking_writes);
   int64_t spos = 0;
   for (size_t i = 0; i < acc->file.n; i++) {
-    aggio__cache_put(f->cache, acc->file.v[i].off, acc->file.v[i].len, acc->stream + spos);
-    spos += acc->file.v[i].len;
-  }
-  return 1;
-}
-
-/* A small independent read of bytes the cache holds loaded (HDF5 reads a
- * dataset's object header just before the collective read of its data,
- * whose blocks read-ahead has loaded) is copied from the cache: read from
- * the file, each went to the device, since the blocks around it were
- * loaded with direct I/O and the page cache never saw them.  After the
- * node's blocking collective writes are in, as for a read from the file. */
-static int wb_serve_independent(aggio_file fh, void *state, const struct aggio__access *acc) {
-  struct wb_file *f = state;
-  (void)fh;
-  aggio__cache_quiesce(f->cache, f->blocking_writes);
-  int64_t spos = 0;
-  for (size_t i = 0; i < acc->file.n; i++) {
-    if (!aggio__cache_peek(f->cache, acc->file.v[i].off, acc->file.v[i].len,
-                           acc->stream + spos))
+    const struct aggio__extent *x = &acc->file.v[i];
+    if (acc->is_write)
+      aggio__cache_put(f->cache, x->off, x->len, acc->stream + spos);
+    else if (!aggio__cache_peek(f->cache, x->off, x->len, acc->stream + spos))
       return 0;
-    spos += acc->file.v[i].len;
+    spos += x->len;
   }
   return 1;
 }
@@ -349,8 +337,7 @@ const struct aggio__strategy_ops aggio__strategy_write_behind = {
     .reported = wb_reported,
     .flush = wb_flush,
     .before_independent = wb_before_independent,
-    .absorb_independent = wb_absorb_independent,
-    .serve_independent = wb_serve_independent,
+    .hold_independent = wb_hold_independent,
     .held_end = wb_held_end,
     .unwritten = wb_unwritten,
 };
