@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "drop_cache.h"
 #include "engine.h"
 
 struct bench_state {
@@ -200,23 +201,6 @@ static void describe_chosen(const struct bench_state *s, const char *requested,
   snprintf(out, len, "%s", chosen[0] ? chosen : "unreported");
 }
 
-/* Drops the page cache once per node (root only); returns 1 when it did. */
-static int drop_caches(void) {
-  MPI_Comm node;
-  int lrank, ok = 1, all;
-  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-  MPI_Comm_rank(node, &lrank);
-  if (lrank == 0) {
-    sync();
-    int fd = open("/proc/sys/vm/drop_caches", O_WRONLY);
-    ok = fd >= 0 && write(fd, "3\n", 2) == 2;
-    if (fd >= 0) close(fd);
-  }
-  MPI_Comm_free(&node);
-  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  return all;
-}
-
 static void remove_files(const struct bench_state *s) {
   if (s->p.fpp || s->rank == 0) s->be->remove(s->path_w);
   MPI_Barrier(MPI_COMM_WORLD);
@@ -332,7 +316,7 @@ static void run_write(struct bench_state *s, struct bench_result *res, int rep, 
 }
 
 static void run_read(struct bench_state *s, struct bench_result *res, int rep, char **hints) {
-  if (s->p.drop_caches) res->drop_caches_ok = drop_caches();
+  if (s->p.drop_caches) res->drop_caches_ok = bench_drop_page_cache(MPI_COMM_WORLD);
   read_back(s, &res->r[res->nrep_r], hints);
   note_strategy(s, res, *hints, res->strategy_r, sizeof res->strategy_r);
   if (s->p.check_read) {

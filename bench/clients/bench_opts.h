@@ -14,6 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../drop_cache.h"
+
 struct opts {
   const char *pattern, *path;
   long long segments, transfer, block;
@@ -87,33 +89,27 @@ static inline int bench_btio_ok(const struct opts *o) {
  * the read measures the storage, as it would on a file written by an
  * earlier job (issue 25: with the cache warm, the MPI library's buffered
  * reads were timed against aggio's direct ones).  One rank per node drops
- * the whole page cache where it may (root), else asks the kernel to drop
- * this file's pages (posix_fadvise DONTNEED, after fdatasync: clean pages
- * only go).  o->cache says which, the same on every rank. */
+ * the whole page cache where it may (root, bench/drop_cache.h, as
+ * aggio-bench does), else every rank asks the kernel to drop this file's
+ * pages (posix_fadvise DONTNEED, after fdatasync: clean pages only go).
+ * o->cache says which, the same on every rank. */
 static inline void bench_cold(MPI_Comm comm, struct opts *o) {
-  MPI_Comm node;
-  int lrank, how = 2, worst; /* 0 dropped, 1 fadvise, 2 warm */
-  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-  MPI_Comm_rank(node, &lrank);
-  MPI_Barrier(comm);
-  if (!o->warm && lrank == 0) {
-    sync();
-    int fd = open("/proc/sys/vm/drop_caches", O_WRONLY);
-    if (fd >= 0 && write(fd, "3\n", 2) == 2)
-      how = 0;
-    if (fd >= 0)
-      close(fd);
-    if (how != 0 && (fd = open(o->path, O_RDONLY)) >= 0) {
-      if (fdatasync(fd) == 0 && posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0)
-        how = 1;
-      close(fd);
-    }
-  } else if (!o->warm) {
-    how = 0; /* the node's first rank decides */
+  if (o->warm) {
+    o->cache = "warm";
+    return;
   }
-  MPI_Comm_free(&node);
-  MPI_Allreduce(&how, &worst, 1, MPI_INT, MPI_MAX, comm);
-  o->cache = worst == 0 ? "dropped" : worst == 1 ? "fadvise" : "warm";
+  if (bench_drop_page_cache(comm)) {
+    o->cache = "dropped";
+    return;
+  }
+  int ok = 0, all; /* every rank: one of each node's drops its copy */
+  int fd = open(o->path, O_RDONLY);
+  if (fd >= 0) {
+    ok = fdatasync(fd) == 0 && posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0;
+    close(fd);
+  }
+  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm);
+  o->cache = all ? "fadvise" : "warm";
 }
 
 /* The phase's outcome over the ranks (bytes and errors summed, the slowest
