@@ -573,6 +573,14 @@ void aggio__cache_put(struct aggio__cache *c, int64_t off, int64_t len, const ch
   aggio__cache_put_some(c, off, len, src, 1);
 }
 
+/* A reader is done copying out of s (unlocked). */
+static void unpin(struct aggio__cache *c, struct slot *s) {
+  lock_cache(c);
+  if (--s->pins == 0)
+    unpinned(c, s);
+  unlock_cache(c);
+}
+
 /* ---- reading through the cache ---------------------------------------------------------- */
 
 /* Queues loads of the blocks after `block` that are not held, into free or
@@ -656,10 +664,7 @@ int aggio__cache_get(struct aggio__cache *c, int64_t off, int64_t len, char *dst
       memcpy(dst, slot_data(c, s) + a, (size_t)(have < n ? have : n));
       count_local(c, have < n ? have : n);
     }
-    lock_cache(c);
-    if (--s->pins == 0)
-      unpinned(c, s);
-    unlock_cache(c);
+    unpin(c, s);
     if (have < n) { /* the file ends inside this block */
       *eof = block * c->block + s->valid_len;
       return 0;
@@ -679,6 +684,7 @@ static struct slot *slot_holding(struct aggio__cache *c, int64_t block, int64_t 
     return NULL;
   s->pins++;
   s->used = ++c->sh->clock;
+  count(c, AGGIO_C_CACHE_HITS);
   return s;
 }
 
@@ -693,11 +699,7 @@ int aggio__cache_peek(struct aggio__cache *c, int64_t off, int64_t len, char *ds
       return 0;
     memcpy(dst, slot_data(c, s) + a, (size_t)n);
     count_local(c, n);
-    lock_cache(c);
-    count(c, AGGIO_C_CACHE_HITS);
-    if (--s->pins == 0)
-      unpinned(c, s);
-    unlock_cache(c);
+    unpin(c, s);
     off += n;
     dst += n;
     len -= n;
