@@ -23,6 +23,7 @@
 #include "open_files.h"
 #include "placement.h"
 #include "pool.h"
+#include "writeback.h"
 #include "registry.h"
 #include "request.h"
 #include "shared_fp.h"
@@ -273,6 +274,7 @@ static aggio_file new_handle(MPI_Comm comm, const char *filename, int amode,
   pthread_mutex_init(&fh->info_lock, NULL);
   fh->amode = amode;
   fh->auto_previous = -1;
+  fh->early_wb_min = -1; /* until the storage is chosen */
   fh->st.block = fh->st.dio_align = 4096;
   fh->rank = rank;
   default_view(fh);
@@ -300,8 +302,10 @@ static aggio_file new_handle(MPI_Comm comm, const char *filename, int amode,
 static int choose_storage(aggio_file fh, struct aggio__err *e) {
   fh->st.ops = aggio__storage_find(fh->hints.storage.str);
   store_hints(fh);
-  if (fh->st.ops)
+  if (fh->st.ops) {
+    aggio__writeback_configure(fh);
     return 0;
+  }
   fh->st.ops = aggio__storage_default(); /* release() calls it on no state */
   return aggio__fail(e, AGGIO_ERR_UNSUPPORTED,
                      "rank %d: aggio_storage \"%s\" is not a storage back end "
@@ -411,6 +415,7 @@ int aggio_file_close(aggio_file *fhp) {
   strategies_fini(fh);
   aggio__pool_quiet(fh->pool); /* none of its jobs outlives it */
   fh->pool = NULL;
+  aggio__writeback_free(fh);
   fh->st.ops->close(&fh->st, &e);
   aggio__sfp_close(fh); /* collective: every rank is done with the pointer */
   MPI_Barrier(fh->comm); /* every rank closed before any unlink */
@@ -626,6 +631,7 @@ static int apply_hints(aggio_file fh, const struct aggio__hints *h, int changed,
   }
   fh->hints = *h;
   fh->hints_hashed = 0;
+  aggio__writeback_configure(fh);
   if (changed)
     hints_changed(fh, e);
   else /* the hints were set again: their "ignored" reasons with them */

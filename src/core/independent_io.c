@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "writeback.h"
 
 /* Large requests go to the device (direct I/O where the file system
  * allows it); small ones through the page cache. */
@@ -23,6 +24,8 @@ static int write_ranges(struct aggio__op *op) {
     int rc = aggio__pwrite(fh, acc->stream + spos, x->len, x->off, flags, &op->err);
     if (rc != 0)
       return rc;
+    if (!flags || __atomic_load_n(&fh->st.dio, __ATOMIC_RELAXED) == AGGIO_DIO_OFF)
+      aggio__writeback_note(fh, x->off, x->len); /* it went through the page cache */
     spos += x->len;
   }
   return 0;

@@ -118,6 +118,7 @@ struct aggio__shm {
 
 struct aggio__strategy_ops;
 struct aggio__pool;
+struct aggio__writeback;
 
 struct aggio_file_s {
   MPI_Comm comm;
@@ -154,6 +155,8 @@ struct aggio_file_s {
   const char *strategy_used;   /* strategy of the last collective call ("" none) */
   int auto_previous;           /* auto's last choice, enum aggio__auto_choice or -1 */
   struct aggio__pool *pool;    /* the process's I/O threads (pool.c), once used */
+  struct aggio__writeback *early_wb; /* early write-back (writeback.c), once used */
+  int64_t early_wb_min;        /* its smallest write, -1 off (aggio_early_writeback) */
   MPI_Datatype summary_type;   /* struct aggio__call_summary, and its reduction */
   MPI_Op summary_op;
 

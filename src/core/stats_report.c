@@ -352,6 +352,8 @@ static void stats_print(struct aggio_file_s *fh, const struct reduced *r) {
   fprintf(f, "  write gaps: %lld\n", (long long)S(WRITE_GAPS));
   print_avg(f, "average write gap size", S(WRITE_GAP_BYTES), S(WRITE_GAPS));
   fprintf(f, "  syncs: %lld\n", (long long)S(SYNCS));
+  fprintf(f, "  early write-backs: %lld\n", (long long)S(WRITEBACK_STARTS));
+  fprintf(f, "  early write-back bytes: %lld\n", (long long)S(WRITEBACK_BYTES));
   fprintf(f, "  non-blocking operations: %lld\n", (long long)S(NB_STARTED));
   fprintf(f, "  non-blocking operations merged: %lld\n", (long long)S(NB_MERGED));
   fprintf(f, "aggio stats end\n");

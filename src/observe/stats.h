@@ -53,6 +53,8 @@
   X(AGGR_WRITES, "system writes made as an aggregator")                        \
   X(AGGR_WRITE_BYTES, "bytes in system writes made as an aggregator")          \
   X(SYNCS, "fsync calls")                                                      \
+  X(WRITEBACK_STARTS, "early write-backs started by an I/O thread")            \
+  X(WRITEBACK_BYTES, "bytes of the ranges those write-backs covered")          \
   X(NB_STARTED, "non-blocking and split collective operations started")         \
   X(NB_MERGED, "non-blocking collective operations merged into an earlier one")
 

@@ -101,6 +101,12 @@ struct aggio__storage_ops {
   int (*pread)(struct aggio__store *st, void *buf, int64_t len, int64_t off,
                int64_t *got, int flags, struct aggio__err *e);
   int (*sync)(struct aggio__store *st, struct aggio__err *e);
+  /* Starts the device's writing of the bytes of [off, off+len) that sit in
+   * the page cache, without waiting for it (Linux: sync_file_range with
+   * SYNC_FILE_RANGE_WRITE).  Best effort: what it cannot start, sync
+   * writes; a write-back error stays for sync to report.  NULL: the back
+   * end keeps nothing in a page cache. */
+  void (*start_writeback)(struct aggio__store *st, int64_t off, int64_t len);
   int (*size)(struct aggio__store *st, int64_t *size, struct aggio__err *e);
   int (*truncate)(struct aggio__store *st, int64_t size, struct aggio__err *e);
   /* Reserves storage for bytes [0, size) (MPI_File_preallocate): the file

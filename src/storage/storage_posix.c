@@ -392,6 +392,21 @@ static int px_sync(struct aggio__store *st, struct aggio__err *e) {
                      "durable", st->rank, st->path, strerror(err));
 }
 
+/* sync_file_range(SYNC_FILE_RANGE_WRITE) starts the write-out of the
+ * range's dirty pages and returns; it may block while the device's queue
+ * is full, which is why the core calls it from an I/O thread
+ * (core/writeback.c).  It waits for nothing and reports nothing a later
+ * fsync would not: a failed write-back stays recorded for fsync. */
+static void px_start_writeback(struct aggio__store *st, int64_t off, int64_t len) {
+#ifdef SYNC_FILE_RANGE_WRITE
+  struct posix *p = px(st);
+  if (p && p->fd >= 0 && len > 0)
+    (void)sync_file_range(p->fd, (off_t)off, (off_t)len, SYNC_FILE_RANGE_WRITE);
+#else
+  (void)st, (void)off, (void)len;
+#endif
+}
+
 static int px_size(struct aggio__store *st, int64_t *size, struct aggio__err *e) {
   struct stat sb;
   int fd = px(st) ? px(st)->fd : -1;
@@ -467,6 +482,7 @@ const struct aggio__storage_ops aggio__storage_posix = {
     .pwrite = px_pwrite,
     .pread = px_pread,
     .sync = px_sync,
+    .start_writeback = px_start_writeback,
     .size = px_size,
     .truncate = px_truncate,
     .preallocate = px_preallocate,

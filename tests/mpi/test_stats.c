@@ -411,6 +411,61 @@ static void test_independent(void) {
   run_free(&rn);
 }
 
+/* Early write-back (core/writeback.c): independent writes through the page
+ * cache of `size` bytes per rank, two each, under aggio_early_writeback =
+ * `mode`; the stats block says how many write-backs an I/O thread started
+ * (`started`: 1 some, 0 none), and the file holds every rank's bytes. */
+static void early_writeback_case(const char *mode, int size, int started) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/stats_ewb_np%d.dat", test_dir(), nprocs);
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "aggio_stats", "true");
+  MPI_Info_set(info, "aggio_early_writeback", mode);
+  struct capture cap;
+  capture_begin(&cap, "ewb");
+  aggio_file fh;
+  int rc = aggio_file_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, info, &fh);
+  MPI_Info_free(&info);
+  CHECK(rc == 0, "open: %s", aggio_error_message());
+  char *buf = malloc((size_t)size), *back = malloc((size_t)size);
+  memset(buf, 'a' + rank % 26, (size_t)size);
+  for (int k = 0; rc == 0 && k < 2; k++) /* segmented: rank r's k-th block */
+    rc = aggio_file_write_at(fh, ((MPI_Offset)k * nprocs + rank) * size, buf, size, MPI_BYTE,
+                             MPI_STATUS_IGNORE);
+  CHECK(rc == 0, "%s: write_at: %s", mode, aggio_error_message());
+  rc = aggio_file_sync(fh);
+  MPI_Barrier(MPI_COMM_WORLD);
+  rc |= aggio_file_read_at(fh, ((MPI_Offset)nprocs + (rank + 1) % nprocs) * size, back, size,
+                           MPI_BYTE, MPI_STATUS_IGNORE);
+  CHECK(rc == 0 && back[0] == 'a' + (rank + 1) % nprocs % 26 &&
+            back[size - 1] == back[0],
+        "%s: another rank's block read back wrong", mode);
+  aggio_file_close(&fh);
+  char *out = capture_end(&cap);
+  if (rank == 0) {
+    char *b = block(out, "aggio stats for file \"", "aggio stats end\n");
+    long long n = ivalue(b, "early write-backs"), bytes = ivalue(b, "early write-back bytes");
+    CHECK(started ? n >= 1 && bytes >= size : n == 0 && bytes == 0,
+          "aggio_early_writeback=%s, %d-byte writes: %lld write-backs of %lld bytes started",
+          mode, size, n, bytes);
+    free(b);
+  }
+  free(out);
+  free(buf);
+  free(back);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0)
+    unlink(path);
+}
+
+static void test_early_writeback(void) {
+  early_writeback_case("automatic", 1 << 20, 1);
+  early_writeback_case("automatic", 256 << 10, 0); /* below the 1 MiB floor */
+  early_writeback_case("enable", 256 << 10, 1);
+  early_writeback_case("disable", 1 << 20, 0);
+}
+
 /* Nothing on: nothing printed. */
 static void test_quiet(void) {
   char path[512];
@@ -499,6 +554,7 @@ int main(int argc, char **argv) {
   test_rmw();
   test_independent();
   test_quiet();
+  test_early_writeback();
   test_accounting();
   int rc = test_summary_mpi(MPI_COMM_WORLD);
   MPI_Finalize();
