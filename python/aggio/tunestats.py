@@ -83,9 +83,8 @@ def decide(samples: dict, baseline: str, level: float = DEFAULT_LEVEL) -> Verdic
                        f"{100 * level:g}% interval (at least {runs_needed(level)})", ivals)
     loser = next((r for r in rivals if not above(ivals[leader], ivals[r])), None)
     if loser:
-        return Verdict(leader, runner, False, False, f"no significant difference: the "
-                       f"{100 * level:g}% intervals of the medians of {leader} and {loser} "
-                       "overlap", ivals)
+        return Verdict(leader, runner, False, False, f"the {100 * level:g}% intervals of "
+                       f"the medians of {leader} and {loser} overlap", ivals)
     return Verdict(leader, runner, True, leader != baseline,
                    f"{leader}'s {100 * level:g}% interval lies above "
                    f"{' and '.join(rivals) or 'the others'}'", ivals)

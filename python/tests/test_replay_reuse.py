@@ -3,7 +3,6 @@ cannot place when the log has no offsets (issue 26, item 7)."""
 import json
 
 import numpy as np
-import pytest
 from builders import TraceBuilder, two_phase_write
 from paths import BENCH, requires_bench
 
