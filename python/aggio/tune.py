@@ -278,7 +278,7 @@ def outcome(rp, configs, advised, verdict: ts.Verdict) -> dict:
                      "commands": c.__dict__.get("commands")})
     best = next(c for c in configs if c.name == verdict.leader)
     win = verdict.beats_baseline
-    return {"replay": replay.replay_json(rp, []), "metric": _metric(rp.pattern),
+    return {"replay": replay.replay_json(rp, []), "metric": _metric(rp),
             "advised_hints": advised, "configs": rows, "order": base.__dict__.get("order", []),
             "leader": verdict.leader, "runner_up": verdict.runner_up,
             "significant": verdict.significant, "reason": verdict.reason,
@@ -303,10 +303,13 @@ def scope(job, rp, flavor: str, output: str) -> dict:
             "mpi": flavor, "differs": differs}
 
 
-def _metric(pattern) -> str:
-    if pattern.write:
-        return "write MiB/s, " + ("durable (with fsync)" if pattern.fsync else "buffered")
-    return "read MiB/s"
+def _metric(rp) -> str:
+    pattern = rp.pattern
+    words = ("write MiB/s, " + ("durable (with fsync)" if pattern.fsync else "buffered")
+             if pattern.write else "read MiB/s")
+    more = [ph.name for ph in rp.phases if ph.timed and not ph.name.startswith("write")]
+    return words + (f", with the {' and '.join(more)} run (all bytes over all time)"
+                    if more else "")
 
 
 def paste(best: Config, rp) -> list:
@@ -354,7 +357,7 @@ def render(result: dict) -> str:
              f"{r['nranks']} ranks, {r['bytes'] / 2**20:.1f} MiB; {r['scale']}",
              f"measured here: {sc['ranks']} ranks, file system {sc['fs']}, MPI library "
              f"{sc['mpi']}",
-             f"figure compared: {result['metric']}; {min(runs)}-{max(runs)} runs of each "
+             f"figure compared: {result['metric']}; {_span(runs)} runs of each "
              f"configuration in random interleaved rounds, seed {result['seed']} (--seed "
              f"{result['seed']} repeats the order)",
              f"cold start: {result['cold_words']}", ""]
@@ -363,6 +366,10 @@ def render(result: dict) -> str:
         lines.append(f"left out: {name} - {why}")
     lines += [""] + _verdict_lines(result) + ["", "limits: " + replay.LIMITS]
     return "\n".join(lines)
+
+
+def _span(counts: list) -> str:
+    return f"{min(counts)}" if min(counts) == max(counts) else f"{min(counts)}-{max(counts)}"
 
 
 def _table(result: dict) -> list:
@@ -388,7 +395,7 @@ def _verdict_lines(result: dict) -> list:
         return [f"no significant difference: {result['reason']}.  Nothing is recommended; "
                 "more rounds (--max-reps) or a larger replay (--min-bytes) may separate them."]
     if not result["winner_beats_default"]:
-        return [f"winner: the MPI library's default ({result['reason']}); keep it"]
+        return [f"winner: {result['leader']}, the baseline ({result['reason']}); keep it"]
     win = next(c for c in result["configs"] if c["name"] == result["winner"])
     sc = result["scope"]
     head = f"winner: {result['winner']}, {win['speedup']:.2f}x the default ({result['reason']})"

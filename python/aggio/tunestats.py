@@ -86,8 +86,8 @@ def decide(samples: dict, baseline: str, level: float = DEFAULT_LEVEL) -> Verdic
         return Verdict(leader, runner, False, False, f"the {100 * level:g}% intervals of "
                        f"the medians of {leader} and {loser} overlap", ivals)
     return Verdict(leader, runner, True, leader != baseline,
-                   f"{leader}'s {100 * level:g}% interval lies above "
-                   f"{' and '.join(rivals) or 'the others'}'", ivals)
+                   f"the {100 * level:g}% interval of the median of {leader} lies above "
+                   f"that of {' and '.join(rivals) or 'the others'}", ivals)
 
 
 def contenders(samples: dict, baseline: str, level: float = DEFAULT_LEVEL) -> list:
