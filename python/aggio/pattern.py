@@ -76,7 +76,9 @@ def detect(job: Job, path: str | None = None, record: int | None = None) -> Patt
         raise PatternError(f"{f.path}: only empty requests at the {LAYER_NAMES[layer]} layer")
     coll = bool(((main["flags"] & F_COLLECTIVE) != 0).any())
     fsync = bool((ops["kind"] == SYNC).any()) or _counted_syncs(f)
-    known = _distinct(main[main["offset"] >= 0])
+    known = main[main["offset"] >= 0]
+    if len(writes):
+        known = _distinct(known)
     pat = _fit(known, record) if len(known) else _unplaced(main)
     pat.path, pat.layer, pat.collective, pat.fsync = f.path, layer, coll, fsync
     pat.write, pat.read = bool(len(writes)), bool(len(reads))
@@ -86,13 +88,18 @@ def detect(job: Job, path: str | None = None, record: int | None = None) -> Patt
         pat.notes.append(_unknown_note(pat.unknown_offsets, len(main)) + "; the layout and "
                          "the share reproduced are those of the others")
     _reuse(pat, writes, reads, ops[(ops["layer"] == POSIX) & _data(ops) & (ops["length"] > 0)])
+    if not job.ops_complete(layer):
+        pat.notes.append(f"the log's {LAYER_NAMES[layer]} trace is partial (DXT kept the first "
+                         "calls only): the layout, rewrites and read-modify-write are those "
+                         "of the calls kept")
     return pat
 
 
 def _distinct(ops):
-    """One request per (rank, offset, length): the layout is the first
+    """One write per (rank, offset, length): the layout is the first
     pass's; a rewrite of the same range is replayed as a run of its own
-    (replay.phases), not as more bytes per rank."""
+    (replay.phases), not as more bytes per rank.  Reads keep every request:
+    no run repeats a re-read."""
     if not len(ops):
         return ops
     _, first = np.unique(np.c_[ops["rank"], ops["offset"], ops["length"]], axis=0,

@@ -1,10 +1,11 @@
 """aggio replay reproduces rewrites and read-modify-write, and says what it
 cannot place when the log has no offsets (issue 26, item 7)."""
 import json
+import os
 
 import numpy as np
 from builders import TraceBuilder, two_phase_write
-from paths import BENCH, requires_bench
+from paths import BENCH, SHARED, requires_bench, requires_shared
 
 from aggio import cli, replay, reuse
 from aggio.model import OPS
@@ -162,3 +163,24 @@ def test_a_rewrite_and_a_read_modify_write_run(tmp_path, capsys):
         assert all(r["result"] for r in runs) and not out.exists()
         read = [r for r in runs if r["phase"] == "read before write"]
         assert not read or read[0]["result"]["read"]["bytes"] > 0
+
+
+@requires_shared
+def test_hdf5s_rewritten_metadata_in_a_real_log(capsys):
+    """HDF5 writes its superblock and object headers again at close: 192
+    bytes of the 1-byte diagonal test file are written twice."""
+    log = os.path.join(SHARED, "hdf5_diagonal_write_only",
+                       "hdf5_diagonal_write_1_byte_dxt.darshan")
+    pat = detect(load_jobs([log])[0])
+    assert 0.1 < pat.rewrite < 0.2 and pat.rmw == 0.0
+    assert [ph.name for ph in replay.build(pat).phases] == ["write", "rewrite"]
+    assert cli.main(["replay", log, "--bench", "/bin/true"]) == 0
+    assert "192 B of the writes go to bytes written before" in capsys.readouterr().out
+
+
+@requires_shared
+def test_a_partial_trace_says_what_the_replay_rests_on():
+    log = os.path.join(SHARED, "partial_data_dxt", "partial_data_dxt.darshan")
+    pat = detect(load_jobs([log])[0])
+    assert any("trace is partial" in n for n in pat.notes)
+    assert pat.bytes_per_rank == pat.bytes          # re-reads are kept, not folded
