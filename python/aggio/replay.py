@@ -249,7 +249,10 @@ def replay_json(replay, cmds, results=None) -> dict:
         run["result"] = rec
     main = next((r for r in runs if r["timed"] and "-w" in r["command"]), runs[-1] if runs
                 else {"command": []})
-    return {"pattern": asdict(replay.pattern), "nranks": replay.nranks, "block": replay.block,
+    pattern = asdict(replay.pattern)
+    if pattern["fit"] != pattern["fit"]:         # NaN: unknown, which JSON writes as null
+        pattern["fit"] = None
+    return {"pattern": pattern, "nranks": replay.nranks, "block": replay.block,
             "segments": replay.segments, "bytes": replay.total_bytes,
             "scale": replay.scale_note, "notes": replay.notes, "command": main["command"],
             "runs": runs, "limits": LIMITS,

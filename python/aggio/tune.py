@@ -112,7 +112,7 @@ def setup_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
                         help="rounds at most: after --reps, the configurations still in "
                              "contention run until the winner's interval clears the "
                              "runner-up's (default 20)")
-    parser.add_argument("--confidence", type=positive_float, default=ts.DEFAULT_LEVEL,
+    parser.add_argument("--confidence", type=level, default=ts.DEFAULT_LEVEL,
                         metavar="P", help="level of the medians' intervals (default 0.95)")
     parser.add_argument("--only", action="append", metavar="NAME",
                         help="run the default and this configuration alone (repeatable): an "
@@ -125,6 +125,14 @@ def setup_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     thr.add_arguments(parser)
     return parser
+
+
+def level(text: str) -> float:
+    """A confidence level, strictly between 0 and 1."""
+    value = positive_float(text)
+    if value >= 1:
+        raise argparse.ArgumentTypeError(f"{text} is not below 1 (e.g. 0.95)")
+    return value
 
 
 def main(argv: list[str] | None = None) -> int:

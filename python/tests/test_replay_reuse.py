@@ -135,6 +135,9 @@ def test_offsets_of_minus_one_are_unknown_not_overlapping(tmp_path, capsys):
     assert "0.0%" not in out and "overlap" not in out
     assert "no request has an offset in the log: the share reproduced is unknown" in out
     assert "-1: Darshan before 3.2" in out
+    assert cli.main(["replay", path, "--json", "--bench", "/bin/true"]) == 0
+    data = json.loads(capsys.readouterr().out)        # strict JSON: no NaN
+    assert data["pattern"]["fit"] is None and data["pattern"]["unknown_offsets"] == 32
 
 
 def test_some_offsets_unknown_the_rest_placed(tmp_path, capsys):

@@ -6,6 +6,7 @@ significant difference."""
 import json
 import os
 
+import pytest
 from builders import darshan_job
 from hintcheck import parse_fix
 from paths import BENCH, requires_bench, requires_hints_parser
@@ -83,6 +84,13 @@ def test_within_noise_nothing_is_recommended(tmp_path):
     assert result["winner"] is None and result["paste"] == [] and not result["significant"]
     out = tune.render(result)
     assert "no significant difference: the 95% intervals" in out and "winner" not in out
+
+
+def test_a_confidence_level_is_below_1(tmp_path, capsys):
+    for bad in ("1", "1.5", "0"):
+        with pytest.raises(SystemExit) as exc:
+            cli.main(["tune", ior_hard(tmp_path), "--confidence", bad])
+        assert exc.value.code == 2 and "--confidence" in capsys.readouterr().err
 
 
 def test_only_keeps_the_baseline(tmp_path):
