@@ -303,7 +303,9 @@ static void note_strategy(const struct bench_state *s, struct bench_result *res,
 
 static void run_write(struct bench_state *s, struct bench_result *res, int rep, char **hints) {
   struct bench_access wa = make_access(s, BENCH_WRITE);
-  remove_files(s);
+  /* --overwrite keeps what an earlier -k run left: a rewrite reaches
+   * allocated blocks, as the program's second write did (aggio replay). */
+  if (!s->p.overwrite) remove_files(s);
   bench_access_run(&wa, &res->w[res->nrep_w], hints);
   note_strategy(s, res, *hints, res->strategy_w, sizeof res->strategy_w);
   if (s->rank == 0) bench_report_row("write", rep, &res->w[res->nrep_w], res->bytes_write, s->p.fsync);

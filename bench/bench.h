@@ -49,6 +49,7 @@ struct bench_params {
   int check_write;       /* -W */
   int check_read;        /* -R */
   int keep;              /* -k */
+  int overwrite;         /* --overwrite: the write goes over the file as it is */
   int reps;              /* -i */
   int reorder;           /* -C */
   int shift;             /* -Q: rank shift of -C (default 1) */

@@ -36,6 +36,8 @@ static void usage(FILE *out) {
 "  -w / -r      write / read (default both)\n"
 "  -W / -R      verify every byte after write / read (non-zero exit on error)\n"
 "  -k           keep the file           -o PATH  file (default ./testFile)\n"
+"  --overwrite  write over the file as it is (not removed first): a rewrite,\n"
+"               or the write of a read-modify-write after a -k run\n"
 "  -i N         repetitions             -G SEED  data seed\n"
 "  -C           read what rank+Q wrote  -Q N     shift for -C (default 1)\n"
 "  -U FILE      hints file ('key value', 'key=value' or IOR_HINT__MPI__key=value)\n"
@@ -147,7 +149,7 @@ static void env_hints(struct bench_params *p) {
 enum {
   OPT_PATTERN = 256, OPT_PARTICLES, OPT_SUBARRAY, OPT_GRID, OPT_CALL_SIZE,
   OPT_HINT, OPT_JSON, OPT_LABEL, OPT_DROP, OPT_ODIRECT, OPT_THREAD, OPT_COMPUTE,
-  OPT_SMALL
+  OPT_SMALL, OPT_OVERWRITE
 };
 
 static const struct option long_opts[] = {
@@ -165,6 +167,7 @@ static const struct option long_opts[] = {
     {"thread-level", required_argument, 0, OPT_THREAD},
     {"compute", required_argument, 0, OPT_COMPUTE},
     {"small-requests", no_argument, 0, OPT_SMALL},
+    {"overwrite", no_argument, 0, OPT_OVERWRITE},
     {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0}};
 
@@ -237,6 +240,7 @@ void bench_parse_args(int argc, char **argv, struct bench_params *p) {
     case OPT_JSON: snprintf(p->json_path, sizeof p->json_path, "%s", optarg); break;
     case OPT_LABEL: snprintf(p->label, sizeof p->label, "%s", optarg); break;
     case OPT_DROP: p->drop_caches = 1; break;
+    case OPT_OVERWRITE: p->overwrite = 1; break;
     case OPT_THREAD:
       snprintf(p->thread_level, sizeof p->thread_level, "%s", optarg);
       if (bench_thread_level(optarg) < 0) {

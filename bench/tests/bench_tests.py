@@ -391,6 +391,30 @@ def short_transfer(ctx, backends, patterns):
             os.unlink(os.path.join(ctx.dir, f))
 
 
+# ---- overwrite: --overwrite writes over the file an earlier -k run left ---------
+
+def overwrite(ctx, backends, patterns):
+    """A shorter write with --overwrite leaves the longer file in place (a
+    fresh file would be the shorter one) and its bytes are the generator's:
+    aggio replay's rewrites and read-modify-write rest on it."""
+    del patterns
+    for name in backends:
+        path = os.path.join(ctx.dir, f"overwrite-{name}")
+        base = backend_flags()[name] + ["-t", str(RECORD), "-b", str(RECORD), "-o", path, "-k"]
+        what = f"overwrite {name}"
+        ctx.run(base + ["-s", "8", "-w", "--json", path + ".json"], what=what + " first write")
+        first = read_records(path + ".json")[-1] if os.path.exists(path + ".json") else None
+        ctx.run(base + ["-s", "2", "-w", "-W", "--overwrite"], what=what + " overwrite")
+        if first and os.path.exists(path):
+            check_file_content(ctx, path, first, what)
+        ctx.run(base + ["-s", "2", "-w"], what=what + " fresh write")
+        ctx.check(os.path.getsize(path) < first["bytes"]["file"] if first else False,
+                  f"{what}: a write without --overwrite did not start a fresh file")
+        print(f"{'FAIL' if ctx.failures else 'ok  '} {what}", flush=True)
+        for f in os.listdir(ctx.dir):
+            os.unlink(os.path.join(ctx.dir, f))
+
+
 # ---- matrix ------------------------------------------------------------------
 
 MATRIX_ORDER = [("ior-hard", 1, "FPP"), ("ior-hard", 1, "POSIX"), ("ior-hard", 1, "AGGIO-auto"),
@@ -444,6 +468,7 @@ CHECKS = {"smoke": (smoke, None),
           "corrupt": (corrupt, ["POSIX", "POSIX-fpp", "MPIIO-coll", "AGGIO-coll"]),
           "calls": (ior_hard_calls, ["MPIIO-coll", "AGGIO-coll"]),
           "short": (short_transfer, ["POSIX", "MPIIO-coll", "AGGIO-coll", "AGGIO"]),
+          "overwrite": (overwrite, ["POSIX", "MPIIO-coll", "AGGIO-coll"]),
           "matrix": (matrix, [])}
 
 

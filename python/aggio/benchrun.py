@@ -90,3 +90,72 @@ def run(cmd: list, env: dict, timeout: float) -> list[dict]:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-6:]
         raise BenchError(f"exit {proc.returncode}: {' '.join(cmd)}\n  " + "\n  ".join(tail))
     return records
+
+
+# ---- a cold start for each run (tune) ----------------------------------------
+# What one run leaves in memory (the file's pages, dirty data still being
+# written back) must not speed up or slow down the next.  Root can drop the
+# page cache; anyone can write back dirty data (sync) and ask the kernel to
+# forget one file's pages (posix_fadvise DONTNEED).  tune also gives every
+# run a file name of its own, so no run can find an earlier run's pages.
+DROP_CACHES = "/proc/sys/vm/drop_caches"
+COLD_WORDS = {
+    "drop_caches": "page cache dropped before each run (sync, 3 > /proc/sys/vm/drop_caches) "
+                   "and before each timed read (aggio-bench --drop-caches); a new file name "
+                   "for each run",
+    "fadvise": "not permitted to drop the page cache: dirty data written back (sync) and the "
+               "kept file's pages forgotten (posix_fadvise DONTNEED) between the runs of a "
+               "replay; a new file name for each run.  A read in the same run as its write "
+               "still reads from memory",
+}
+
+
+def can_drop_caches() -> bool:
+    return os.access(DROP_CACHES, os.W_OK)
+
+
+def make_cold(path: str | None = None) -> str:
+    """Writes back dirty data and drops the page cache where permitted
+    ("drop_caches"), else forgets `path`'s pages ("fadvise")."""
+    os.sync()
+    try:
+        with open(DROP_CACHES, "w") as f:
+            f.write("3\n")
+        return "drop_caches"
+    except OSError:
+        pass
+    if path and os.path.exists(path):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)                 # DONTNEED leaves dirty pages
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+    return "fadvise"
+
+
+def rotated(path: str, n: int) -> str:
+    """The file name of run n: `path` with .n before its extension."""
+    root, ext = os.path.splitext(path)
+    return f"{root}.{n}{ext}"
+
+
+def mount_type(mounts: list, path: str) -> str:
+    """The file system type of `path`: the longest mount point of
+    [(mount point, type)] that holds it ("" when none does)."""
+    best, kind = "", ""
+    for point, fstype in mounts:
+        point = point.rstrip("/") or "/"
+        inside = path == point or path.startswith(point if point == "/" else point + "/")
+        if inside and len(point) > len(best):
+            best, kind = point, fstype
+    return kind
+
+
+def local_mounts() -> list:
+    """This machine's [(mount point, type)], from /proc/mounts."""
+    try:
+        with open("/proc/mounts") as f:
+            return [(p[1], p[2]) for p in (line.split() for line in f) if len(p) > 2]
+    except OSError:
+        return []

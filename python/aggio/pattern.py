@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import reuse
+from .findings.base import fmt_bytes
 from .model import LAYER_NAMES, MPIIO, POSIX, READ, SYNC, WRITE, F_COLLECTIVE, Job
 
 GOOD_FIT = 0.9
@@ -47,6 +49,9 @@ class Pattern:
     bytes: int                # bytes per direction in the log (largest)
     requests: int             # requests per direction in the log (largest)
     notes: list = field(default_factory=list)
+    rewrite: float = 0.0      # bytes written again, as a share of the distinct written bytes
+    rmw: float = 0.0          # bytes read before being written again, same share
+    unknown_offsets: int = 0  # requests of the replayed direction with offset -1
 
     @property
     def bytes_per_rank(self) -> int:
@@ -71,14 +76,90 @@ def detect(job: Job, path: str | None = None, record: int | None = None) -> Patt
         raise PatternError(f"{f.path}: only empty requests at the {LAYER_NAMES[layer]} layer")
     coll = bool(((main["flags"] & F_COLLECTIVE) != 0).any())
     fsync = bool((ops["kind"] == SYNC).any()) or _counted_syncs(f)
-    pat = _fit(main, record)
+    known = main[main["offset"] >= 0]
+    if len(writes):
+        known = _distinct(known)
+    pat = _fit(known, record) if len(known) else _unplaced(main)
     pat.path, pat.layer, pat.collective, pat.fsync = f.path, layer, coll, fsync
     pat.write, pat.read = bool(len(writes)), bool(len(reads))
     pat.bytes, pat.requests = int(main["length"].sum()), len(main)
-    if len(writes) and len(reads):
+    pat.unknown_offsets = int((main["offset"] < 0).sum())
+    if pat.unknown_offsets and len(known):
+        pat.notes.append(_unknown_note(pat.unknown_offsets, len(main)) + "; the layout and "
+                         "the share reproduced are those of the others")
+    _reuse(pat, writes, reads, ops[(ops["layer"] == POSIX) & _data(ops) & (ops["length"] > 0)])
+    if not job.ops_complete(layer):
+        pat.notes.append(f"the log's {LAYER_NAMES[layer]} trace is partial (DXT kept the first "
+                         "calls only): the layout, rewrites and read-modify-write are those "
+                         "of the calls kept")
+    return pat
+
+
+def _distinct(ops):
+    """One write per (rank, offset, length): the layout is the first
+    pass's; a rewrite of the same range is replayed as a run of its own
+    (replay.phases), not as more bytes per rank.  Reads keep every request:
+    no run repeats a re-read."""
+    if not len(ops):
+        return ops
+    _, first = np.unique(np.c_[ops["rank"], ops["offset"], ops["length"]], axis=0,
+                         return_index=True)
+    return ops[np.sort(first)]
+
+
+def _unknown_note(unknown: int, total: int) -> str:
+    return (f"{unknown:,} of the {total:,} requests have no offset in the log (-1: Darshan "
+            "before 3.2 wrote that for calls through the file pointer)")
+
+
+def _unplaced(main) -> Pattern:
+    """No request has an offset: sizes and counts per rank are known, where
+    they went is not.  Each rank's bytes become one block of its own, and
+    the share reproduced is unknown, not 0%."""
+    ranks, pos = np.unique(main["rank"], return_inverse=True)
+    per_rank = int(np.bincount(pos, weights=main["length"].astype(np.float64)).max())
+    sizes, counts = np.unique(main["length"], return_counts=True)
+    pat = _one_block(main, len(ranks), int(sizes[np.argmax(counts)]), per_rank)
+    pat.fit = float("nan")
+    pat.notes.append(_unknown_note(len(main), len(main)) + ": where the requests went is not "
+                     "recorded, so the layout is not reproduced; the replay keeps the request "
+                     "size, the bytes per rank and the call mode, and writes each rank's bytes "
+                     "as one block of its own.  Rewrites and read-modify-write cannot be seen "
+                     "either.")
+    return pat
+
+
+def _reuse(pat: Pattern, writes, reads, posix) -> None:
+    """Rewrites and read-modify-write at the program's layer (the replay
+    repeats them), and beneath MPI-IO (the MPI library's own, which the
+    replay leaves to the library it runs on)."""
+    use = reuse.measure(writes, reads)
+    pat.rewrite, pat.rmw = use.rewrite_fraction, use.rmw_fraction
+    if use.rewritten:
+        pat.notes.append(f"{fmt_bytes(use.rewritten)} of the writes go to bytes written before "
+                         f"({100 * pat.rewrite:.0f}% of the {fmt_bytes(use.unique_written)} "
+                         "written): the replay writes that share of its layout again, over "
+                         "the file (which bytes were rewritten is not kept)")
+    if use.read_before_write:
+        pat.notes.append(f"{fmt_bytes(use.read_before_write)} are read from written ranges "
+                         "before the last write (read-modify-write): the replay writes the "
+                         "file, reads that share of it, then writes over it, phase by phase "
+                         "(the log interleaves them request by request)")
+    elif pat.write and pat.read:
         pat.notes.append("the file was written and read: the replay writes, then reads, the "
                          "written layout")
-    return pat
+    if pat.layer == MPIIO and not use.read_before_write:
+        _library_rmw(pat, posix)
+
+
+def _library_rmw(pat: Pattern, posix) -> None:
+    below = reuse.measure(posix[posix["kind"] == WRITE], posix[posix["kind"] == READ])
+    if below.read_before_write:
+        pat.notes.append(f"beneath MPI-IO the log reads {fmt_bytes(below.read_before_write)} "
+                         "of the ranges the MPI library then writes (its read-modify-write: "
+                         "data sieving or collective buffering's hole reads); the replay "
+                         "issues the program's MPI-IO calls, so whether the library here reads "
+                         "too depends on it and on the replayed layout, which has no holes")
 
 
 def _data(ops):

@@ -37,6 +37,39 @@ LIMITS = ("A replay reproduces one file's requests - sizes, offsets by rank, col
 
 
 @dataclass
+class Phase:
+    """One aggio-bench run of a replay.  A rewrite or a read-modify-write
+    takes several, in order, on one file: -k keeps it for the next,
+    --overwrite writes over it instead of a fresh file."""
+    name: str
+    write: bool
+    read: bool = False
+    overwrite: bool = False
+    keep: bool = False
+    fraction: float = 1.0     # share of the layout's bytes this run moves
+    timed: bool = True        # counted in the figure tune compares
+
+
+def phases(p: Pattern) -> list[Phase]:
+    """The runs that reproduce the file's rewrites and read-modify-write:
+    a plain replay is one run (write, and read back where the log read)."""
+    if not p.write:         # aggio-bench reads what it wrote: the read is timed
+        return [Phase("write, read back", True, True)]
+    out = []
+    if p.rmw > 0:
+        # the bytes the program read were there before; making them is not
+        # part of what the log timed
+        out += [Phase("fill (untimed)", True, keep=True, timed=False),
+                Phase("read before write", False, True, keep=True, fraction=min(p.rmw, 1.0))]
+    out.append(Phase("write", True, overwrite=p.rmw > 0))
+    if p.rewrite > 0:
+        out[-1].keep = True
+        out.append(Phase("rewrite", True, overwrite=True, fraction=min(p.rewrite, 1.0)))
+    out[-1].read = p.read and not p.rmw      # the read-back, after the last write
+    return out
+
+
+@dataclass
 class Replay:
     pattern: Pattern
     nranks: int
@@ -49,24 +82,50 @@ class Replay:
     def total_bytes(self) -> int:
         return self.nranks * self.block * self.segments
 
+    @property
+    def phases(self) -> list[Phase]:
+        return phases(self.pattern)
+
+    def sized(self, fraction: float) -> tuple[int, int]:
+        """(block, segments) for a run that moves `fraction` of the layout:
+        fewer segments, else a shorter block in whole transfers."""
+        if fraction >= 1.0:
+            return self.block, self.segments
+        if self.segments > 1:
+            return self.block, max(1, round(self.segments * fraction))
+        t = self.pattern.transfer
+        return max(t, int(self.block * fraction) // t * t), 1
+
     def bench_args(self, api: str | None = None, collective: bool | None = None,
                    hints: dict | None = None, path: str = "aggio-replay.dat",
-                   reps: int = 1) -> list[str]:
-        """aggio-bench options for this replay (the program's own API and
-        call mode unless `api` / `collective` say otherwise)."""
+                   reps: int = 1, phase: Phase | None = None) -> list[str]:
+        """aggio-bench options for one run of this replay (default: the
+        main write, or the read of a read-only file; the program's own API
+        and call mode unless `api` / `collective` say otherwise)."""
         p = self.pattern
+        phase = phase or next(ph for ph in self.phases if ph.timed and ph.write)
         api = api or ("MPIIO" if p.layer == MPIIO else "POSIX")
         coll = p.collective if collective is None else collective
-        args = ["-a", api, "--pattern", p.layout, "-t", str(p.transfer), "-b", str(self.block),
-                "-s", str(self.segments), "-i", str(reps), "-o", path, "--json", "-"]
+        block, segments = self.sized(phase.fraction)
+        args = ["-a", api, "--pattern", p.layout, "-t", str(p.transfer), "-b", str(block),
+                "-s", str(segments), "-i", str(reps), "-o", path, "--json", "-"]
         if coll and api != "POSIX":
             args.append("-c")
-        if p.fsync:
+        if p.fsync and phase.write:
             args.append("-e")
-        args += ["-w"] + (["-r"] if p.read else [])
+        args += _phase_flags(phase)
         for key, value in (hints or {}).items():
             args += ["--hint", f"{key}={value}"]
         return args
+
+    def runs(self, **kw) -> list[tuple[Phase, list[str]]]:
+        """Every run of the replay, in order, with its aggio-bench options."""
+        return [(ph, self.bench_args(phase=ph, **kw)) for ph in self.phases]
+
+
+def _phase_flags(phase: Phase) -> list[str]:
+    return ((["-w"] if phase.write else []) + (["-r"] if phase.read else [])
+            + (["--overwrite"] if phase.overwrite else []) + (["-k"] if phase.keep else []))
 
 
 def build(pattern: Pattern, nranks: int | None = None, max_bytes: int = DEFAULT_MAX_BYTES,
@@ -152,10 +211,16 @@ def from_args(args) -> Replay:
     return build(pattern, args.nranks, args.max_bytes, args.scale)
 
 
-def command(replay: Replay, args, **kw) -> tuple[list, dict]:
-    bench = benchrun.find_bench(args.bench)
-    prefix, env, _ = benchrun.launcher(bench, replay.nranks, args.mpiexec)
-    return prefix + [bench] + replay.bench_args(path=args.output, **kw), env
+def commands(replay: Replay, args) -> tuple[list, dict]:
+    """([(phase, command)] in order, environment)."""
+    try:
+        bench = benchrun.find_bench(args.bench)
+        prefix, env, _ = benchrun.launcher(bench, replay.nranks, args.mpiexec)
+    except benchrun.BenchError:
+        if args.run:
+            raise
+        bench, prefix, env = "aggio-bench", ["mpiexec", "-n", str(replay.nranks)], {}
+    return [(ph, prefix + [bench] + a) for ph, a in replay.runs(path=args.output)], env
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -166,46 +231,60 @@ def main(argv: list[str] | None = None) -> int:
         print(f"aggio replay: {exc}", file=sys.stderr)
         return 1
     try:
-        cmd, env = command(replay, args)
+        cmds, env = commands(replay, args)
+        results = [benchrun.run(c, env, timeout=600)[-1] for _, c in cmds] if args.run else None
     except benchrun.BenchError as exc:
-        if args.run:
-            print(f"aggio replay: {exc}", file=sys.stderr)
-            return 1
-        cmd, env = ["mpiexec", "-n", str(replay.nranks), "aggio-bench",
-                    *replay.bench_args(path=args.output)], {}
-    result = None
-    if args.run:
-        try:
-            result = benchrun.run(cmd, env, timeout=600)[-1]
-        except benchrun.BenchError as exc:
-            print(f"aggio replay: {exc}", file=sys.stderr)
-            return 1
-    print(json.dumps(replay_json(replay, cmd, result), indent=1) if args.json
-          else describe(replay, cmd, result))
+        print(f"aggio replay: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps(replay_json(replay, cmds, results), indent=1) if args.json
+          else describe(replay, cmds, results))
     return 0
 
 
-def replay_json(replay, cmd, result=None) -> dict:
-    return {"pattern": asdict(replay.pattern), "nranks": replay.nranks, "block": replay.block,
+def replay_json(replay, cmds, results=None) -> dict:
+    """`command` is the main write's (the one run of a plain replay);
+    `runs` lists every run in order, with its result after --run."""
+    runs = [{"phase": ph.name, "timed": ph.timed, "command": c} for ph, c in cmds]
+    for run, rec in zip(runs, results or []):
+        run["result"] = rec
+    main = next((r for r in runs if r["timed"] and "-w" in r["command"]), runs[-1] if runs
+                else {"command": []})
+    pattern = asdict(replay.pattern)
+    if pattern["fit"] != pattern["fit"]:         # NaN: unknown, which JSON writes as null
+        pattern["fit"] = None
+    return {"pattern": pattern, "nranks": replay.nranks, "block": replay.block,
             "segments": replay.segments, "bytes": replay.total_bytes,
-            "scale": replay.scale_note, "notes": replay.notes, "command": cmd,
-            "limits": LIMITS, "result": result}
+            "scale": replay.scale_note, "notes": replay.notes, "command": main["command"],
+            "runs": runs, "limits": LIMITS,
+            "result": main.get("result")}
 
 
-def describe(replay: Replay, cmd, result=None) -> str:
+def describe(replay: Replay, cmds, results=None) -> str:
     p = replay.pattern
     mode = "collective" if p.collective else "independent"
     lines = [f"replay of {p.path}: {p.requests:,} {LAYER_NAMES[p.layer]} "
              f"{'write' if p.write else 'read'}s by {p.ranks} ranks ({mode}), "
              f"{fmt_bytes(p.bytes)}",
-             f"layout: {p.layout}, transfer {p.transfer} bytes; reproduces "
-             f"{100 * p.fit:.1f}% of the requests exactly",
+             f"layout: {p.layout}, transfer {p.transfer} bytes; " + _fit_words(p),
              f"scale: {replay.scale_note}"]
     lines += [f"note: {n}" for n in replay.notes]
-    lines += ["", "  " + shlex.join(cmd), "", "limits: " + LIMITS]
-    if result:
-        lines += ["", "result: " + summary(result)]
+    lines.append("")
+    for i, (ph, c) in enumerate(cmds):
+        lines.append(f"  {shlex.join(c)}" + (f"    # {i + 1}. {ph.name}" if len(cmds) > 1
+                                             else ""))
+    lines += ["", "limits: " + LIMITS]
+    for (ph, _), rec in zip(cmds, results or []):
+        lines.append(f"result{' (' + ph.name + ')' if len(cmds) > 1 else ''}: " + summary(rec))
     return "\n".join(lines)
+
+
+def _fit_words(p: Pattern) -> str:
+    """The share reproduced, over the requests whose offsets the log has."""
+    if p.unknown_offsets == p.requests:
+        return "no request has an offset in the log: the share reproduced is unknown"
+    known = p.requests - p.unknown_offsets
+    words = f"reproduces {100 * p.fit:.1f}% of the requests exactly"
+    return words if not p.unknown_offsets else words + f" (of the {known:,} with an offset)"
 
 
 def summary(record: dict) -> str:

@@ -1,7 +1,12 @@
 """Replay a log through the MPI library's own MPI-IO and through aggio with
 the candidate settings (the hints `advise` gives for the log, and a small
-table of aggio settings); report each one's measured speedup and the winning
-hints line.
+table of aggio settings), as an experiment (issue 26, item 8): runs in
+seeded random order, interleaved, each from a cold page cache or a fresh
+file; each MPI library's hints only under the implementation that reads
+them; repetitions until the winner's interval clears the runner-up's, up to
+a cap, else "no significant difference"; the recommendation scoped to the
+ranks, file system and MPI library measured.  The statistics live in
+tunestats (pure functions).
 
 Exit status: 0 when every configuration ran, 1 when the input cannot be read
 or replayed, aggio-bench is missing, or a run failed, 2 for bad arguments.
@@ -10,6 +15,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import random
 import shlex
 import shutil
 import statistics
@@ -18,7 +25,8 @@ from dataclasses import dataclass, field
 
 from . import benchrun, hintforms, replay
 from . import thresholds as thr
-from .argtypes import positive_int
+from . import tunestats as ts
+from .argtypes import positive_float, positive_int
 from .findings import run_all
 from .model import MPIIO
 from .pattern import PatternError, detect
@@ -34,6 +42,10 @@ AGGIO_CANDIDATES = (
 )
 # Open MPI's two MPI-IO implementations: its default (OMPIO) and ROMIO.
 OPENMPI_IO = (("Open MPI ROMIO", ["--mca", "io", "romio321"]),)
+# Where ROMIO reads the advised ROMIO hints: MPICH's MPI-IO is ROMIO; Open
+# MPI's is OMPIO unless its ROMIO component is chosen (OMPI_MCA_io=romio321,
+# i.e. --mca io romio321).  Under an unknown library they are not tried.
+ROMIO_UNDER = {"mpich": ("", ()), "openmpi": (" (ROMIO)", tuple(OPENMPI_IO[0][1]))}
 MIN_BYTES = 64 << 20
 PASTE_LABELS = {"aggio-hints": "aggio", "cray-hints": "Cray MPICH",
                 "romio-hints": "or a hints file (export AGGIO_HINTS_FILE=<file> for aggio, "
@@ -70,8 +82,11 @@ def configurations(pattern, advised: dict, flavor: str) -> list[Config]:
     if not coll:
         out.append(Config("MPI-IO collective", "MPIIO", True, code_change=to_coll))
     romio = {k: v for k, v in advised.items() if not hintforms.aggio_only(k)}
-    if romio:
-        out.append(Config("MPI-IO collective + advised hints", "MPIIO", True, romio,
+    if romio and flavor in ROMIO_UNDER:
+        # Open MPI's default MPI-IO (OMPIO) ignores ROMIO's hints: measured
+        # under OMPIO they would name a winner for settings never applied
+        out.append(Config("MPI-IO collective + advised hints" + ROMIO_UNDER[flavor][0], "MPIIO",
+                          True, romio, launcher_args=list(ROMIO_UNDER[flavor][1]),
                           code_change=to_coll))
     port = "the aggio API (aggio_file_* calls)" + (f" with {to_coll}" if to_coll else "")
     for name, hints in AGGIO_CANDIDATES:
@@ -90,13 +105,34 @@ def setup_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--min-bytes", type=replay.parse_size, default=MIN_BYTES, metavar="SIZE",
                         help="scale a smaller log up to this many bytes, so that a run lasts "
                              "long enough to measure (default 64m; 0 keeps the log's size)")
-    parser.add_argument("--reps", type=positive_int, default=3, metavar="N",
-                        help="runs of each configuration, interleaved (default 3)")
+    parser.add_argument("--reps", type=positive_int, default=ts.runs_needed(), metavar="N",
+                        help="rounds in which every configuration runs once, in random order "
+                             f"(default {ts.runs_needed()}, the fewest for a 95%% interval)")
+    parser.add_argument("--max-reps", type=positive_int, default=20, metavar="N",
+                        help="rounds at most: after --reps, the configurations still in "
+                             "contention run until the winner's interval clears the "
+                             "runner-up's (default 20)")
+    parser.add_argument("--confidence", type=level, default=ts.DEFAULT_LEVEL,
+                        metavar="P", help="level of the medians' intervals (default 0.95)")
+    parser.add_argument("--only", action="append", metavar="NAME",
+                        help="run the default and this configuration alone (repeatable): an "
+                             "independent re-measurement of a winner")
+    parser.add_argument("--seed", type=int, metavar="N",
+                        help="seed of the random order (default: a new one, printed, so "
+                             "that a run can be repeated)")
     parser.add_argument("--timeout", type=positive_int, default=300, metavar="S",
                         help="seconds one run may take (default 300)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     thr.add_arguments(parser)
     return parser
+
+
+def level(text: str) -> float:
+    """A confidence level, strictly between 0 and 1."""
+    value = positive_float(text)
+    if value >= 1:
+        raise argparse.ArgumentTypeError(f"{text} is not below 1 (e.g. 0.95)")
+    return value
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -114,13 +150,19 @@ def main(argv: list[str] | None = None) -> int:
         prefix, env, flavor = benchrun.launcher(bench, rp.nranks, args.mpiexec)
         configs, left_out = drop_independent(configurations(rp.pattern, advised, flavor),
                                              aggregators_fit(jobs[0], pattern.path))
-        measure(configs, rp, prefix, env, bench, args)
+        left_out += romio_left_out(advised, flavor)
+        configs = only(configs, args.only)
+        seed = args.seed if args.seed is not None else random.SystemRandom().randrange(10**6)
+        cold = measure(configs, rp, prefix, env, bench, args, random.Random(seed))
     except (InputError, PatternError, KeyError, ValueError, OSError,
             benchrun.BenchError) as exc:
         print(f"aggio tune: {exc}", file=sys.stderr)
         return 1
-    result = outcome(rp, configs, advised)
-    result["left_out"] = left_out
+    verdict = ts.decide({c.name: c.values for c in configs}, configs[0].name, args.confidence)
+    result = outcome(rp, configs, advised, verdict)
+    result.update(left_out=left_out, seed=seed, cold=cold, cold_words=benchrun.COLD_WORDS[cold],
+                  confidence=args.confidence,
+                  scope=scope(jobs[0], rp, flavor, os.path.abspath(args.output)))
     print(json.dumps(result, indent=1) if args.json else render(result))
     return 0
 
@@ -162,48 +204,120 @@ def drop_independent(configs: list[Config], why: str) -> tuple[list[Config], lis
     return [c for c in configs if c not in left], [[c.name, why] for c in left]
 
 
-def measure(configs, rp, prefix, env, bench, args) -> None:
-    """Runs every configuration args.reps times, round-robin, so that a slow
-    spell of a shared machine falls on all of them."""
-    for _ in range(args.reps):
-        for c in configs:
-            cmd = prefix + c.launcher_args + [bench] + rp.bench_args(
-                c.api, c.collective, c.hints, args.output)
-            record = benchrun.run(cmd, env, args.timeout)[-1]
-            c.values.append(bandwidth(record, rp.pattern))
-            c.__dict__["command"] = cmd
+def only(configs: list[Config], names: list | None) -> list[Config]:
+    """The baseline and the configurations `names` gives (all without it)."""
+    if not names:
+        return configs
+    unknown = set(names) - {c.name for c in configs}
+    if unknown:
+        raise ValueError(f"--only {', '.join(sorted(unknown))}: not a configuration of this "
+                         f"replay ({', '.join(c.name for c in configs)})")
+    return [c for c in configs if c.baseline or c.name in names]
 
 
-def bandwidth(record: dict, pattern) -> float:
-    """The figure compared: write MiB/s (durable with fsync), else read."""
-    if pattern.write and record.get("write"):
+def romio_left_out(advised: dict, flavor: str) -> list:
+    """[[name, why]] for the advised ROMIO hints when no ROMIO is known to read them."""
+    if flavor in ROMIO_UNDER or not any(not hintforms.aggio_only(k) for k in advised):
+        return []
+    return [["MPI-IO collective + advised hints", f"the MPI library ({flavor}) is neither "
+             "MPICH nor Open MPI: whether its MPI-IO reads ROMIO's hints is unknown"]]
+
+
+def measure(configs, rp, prefix, env, bench, args, rng) -> str:
+    """Runs the configurations in random interleaved rounds (tunestats)
+    until the verdict is clear or args.max_reps rounds; returns how each run
+    started cold (benchrun.COLD_WORDS)."""
+    by_name = {c.name: c for c in configs}
+    count = iter(range(1 << 30))
+    cold = "drop_caches" if benchrun.can_drop_caches() else "fadvise"
+
+    def run_one(name):
+        c = by_name[name]
+        path = benchrun.rotated(args.output, next(count))
+        records, cmds = [], []
+        for phase, bench_args in rp.runs(api=c.api, collective=c.collective, hints=c.hints,
+                                         path=path):
+            benchrun.make_cold(path)
+            extra = ["--drop-caches"] if cold == "drop_caches" and phase.read else []
+            cmds.append(prefix + c.launcher_args + [bench] + bench_args + extra)
+            records.append((phase, benchrun.run(cmds[-1], env, args.timeout)[-1]))
+        c.__dict__["commands"] = cmds            # the last run's, for the output
+        return bandwidth(records, rp.pattern)
+
+    samples, order = ts.run_rounds([c.name for c in configs], run_one, rng, args.reps,
+                                   max(args.reps, args.max_reps), configs[0].name,
+                                   args.confidence)
+    for c in configs:
+        c.values = samples[c.name]
+    configs[0].__dict__["order"] = order
+    return cold
+
+
+def phase_figure(phase, record: dict, pattern) -> tuple[int, float]:
+    """(bytes, MiB/s) of one timed run: its write (durable with fsync)
+    where the run writes a written file, else its read."""
+    if phase.write and pattern.write and record.get("write"):
         key = "bw_durable_MiBps" if pattern.fsync else "bw_buffered_MiBps"
-        return float(record["write"][key]["median"])
-    return float(record["read"]["bw_MiBps"]["median"])
+        return int(record["write"]["bytes"]), float(record["write"][key]["median"])
+    return int(record["read"]["bytes"]), float(record["read"]["bw_MiBps"]["median"])
 
 
-def outcome(rp, configs, advised) -> dict:
-    base = next(c for c in configs if c.baseline)
-    best = max(configs, key=lambda c: c.median)
+def combined(figures: list) -> float:
+    """MiB/s over several runs: all their bytes over all their time."""
+    seconds = sum(b / bw for b, bw in figures if bw > 0)
+    return sum(b for b, _ in figures) / seconds if seconds else 0.0
+
+
+def bandwidth(records: list, pattern) -> float:
+    """The figure compared for one replay (its timed runs together)."""
+    return combined([phase_figure(ph, rec, pattern) for ph, rec in records if ph.timed])
+
+
+def outcome(rp, configs, advised, verdict: ts.Verdict) -> dict:
+    base = configs[0]
     rows = []
     for c in configs:
+        iv = verdict.intervals.get(c.name)
         rows.append({"name": c.name, "api": c.api, "collective": c.collective,
                      "hints": c.hints, "launcher_args": c.launcher_args,
                      "baseline": c.baseline, "code_change": c.code_change,
-                     "MiBps": c.values, "median": c.median,
+                     "MiBps": c.values, "median": c.median, "interval": list(iv) if iv else None,
                      "speedup": c.median / base.median if base.median else None,
-                     "command": c.__dict__.get("command")})
-    clear = bool(best.values and base.values and min(best.values) > max(base.values))
-    return {"replay": replay.replay_json(rp, []), "metric": _metric(rp.pattern),
-            "advised_hints": advised, "configs": rows, "winner": best.name,
-            "winner_beats_default": best is not base and best.median > base.median,
-            "clear": clear, "paste": paste(best, rp), "aggio_run": _aggio_run(best, rp)}
+                     "commands": c.__dict__.get("commands")})
+    best = next(c for c in configs if c.name == verdict.leader)
+    win = verdict.beats_baseline
+    return {"replay": replay.replay_json(rp, []), "metric": _metric(rp),
+            "advised_hints": advised, "configs": rows, "order": base.__dict__.get("order", []),
+            "leader": verdict.leader, "runner_up": verdict.runner_up,
+            "significant": verdict.significant, "reason": verdict.reason,
+            "winner": verdict.leader if verdict.significant else None,
+            "winner_beats_default": win,
+            "paste": paste(best, rp) if win else [], "aggio_run": _aggio_run(best, rp) if win
+            else ""}
 
 
-def _metric(pattern) -> str:
-    if pattern.write:
-        return "write MiB/s, " + ("durable (with fsync)" if pattern.fsync else "buffered")
-    return "read MiB/s"
+def scope(job, rp, flavor: str, output: str) -> dict:
+    """What was measured against what the log's job ran on: a setting is
+    recommended only for the ranks, file system and MPI library measured."""
+    log_fs = benchrun.mount_type(job.mounts, rp.pattern.path) or job.fstype or "unknown"
+    here_fs = benchrun.mount_type(benchrun.local_mounts(), os.path.dirname(output)) or "unknown"
+    log_ranks = job.nprocs or rp.pattern.ranks
+    differs = []
+    if log_ranks != rp.nranks:
+        differs.append(f"{log_ranks} ranks in the log, {rp.nranks} here")
+    if log_fs != here_fs or here_fs == "unknown":
+        differs.append(f"file system {log_fs} in the log, {here_fs} here")
+    return {"log_ranks": log_ranks, "ranks": rp.nranks, "log_fs": log_fs, "fs": here_fs,
+            "mpi": flavor, "differs": differs}
+
+
+def _metric(rp) -> str:
+    pattern = rp.pattern
+    words = ("write MiB/s, " + ("durable (with fsync)" if pattern.fsync else "buffered")
+             if pattern.write else "read MiB/s")
+    more = [ph.name for ph in rp.phases if ph.timed and not ph.name.startswith("write")]
+    return words + (f", with the {' and '.join(more)} run (all bytes over all time)"
+                    if more else "")
 
 
 def paste(best: Config, rp) -> list:
@@ -214,7 +328,10 @@ def paste(best: Config, rp) -> list:
     if best.code_change:
         out.append(("needs", best.code_change))
     if best.launcher_args:
-        out.append(("launcher", " ".join(best.launcher_args)))
+        words = " ".join(best.launcher_args)
+        if best.launcher_args == list(OPENMPI_IO[0][1]):
+            words += " (or export OMPI_MCA_io=romio321)"
+        out.append(("launcher", words))
     if best.hints:
         for kind, text in hintforms.forms(best.hints, rp.pattern.path):
             if best.api == "AGGIO" and kind == "cray-hints":
@@ -242,36 +359,67 @@ def _aggio_run(best, rp) -> str:
 def render(result: dict) -> str:
     r = result["replay"]
     p = r["pattern"]
+    sc = result["scope"]
+    runs = [len(c["MiBps"]) for c in result["configs"]]
     lines = [f"aggio tune: {p['path']} replayed as {p['layout']} (t={p['transfer']}), "
              f"{r['nranks']} ranks, {r['bytes'] / 2**20:.1f} MiB; {r['scale']}",
-             f"figure compared: {result['metric']}; each configuration run "
-             f"{len(result['configs'][0]['MiBps'])} times, interleaved", ""]
-    head = f"{'configuration':36} {'API':6} {'calls':11} {'median':>9} {'min':>9} {'max':>9} {'speedup':>8}  hints"
-    lines.append(head)
-    for c in result["configs"]:
-        v = c["MiBps"]
-        hints = ":".join(f"{k}={v_}" for k, v_ in c["hints"].items()) or "-"
-        lines.append(f"{c['name'] + (' *' if c['baseline'] else ''):36} {c['api']:6} "
-                     f"{'collective' if c['collective'] else 'independent':11} "
-                     f"{c['median']:9.1f} {min(v):9.1f} {max(v):9.1f} "
-                     f"{(c['speedup'] or 0):7.2f}x  {hints}")
-    lines.append("* the MPI library's default, as the program calls it; speedups are against it")
+             f"measured here: {sc['ranks']} ranks, file system {sc['fs']}, MPI library "
+             f"{sc['mpi']}",
+             f"figure compared: {result['metric']}; {_span(runs)} runs of each "
+             f"configuration in random interleaved rounds, seed {result['seed']} (--seed "
+             f"{result['seed']} repeats the order)",
+             f"cold start: {result['cold_words']}", ""]
+    lines += _table(result)
     for name, why in result.get("left_out", []):
         lines.append(f"left out: {name} - {why}")
-    lines.append("")
-    if result["winner_beats_default"]:
-        win = next(c for c in result["configs"] if c["name"] == result["winner"])
-        lines.append(f"winner: {result['winner']}, {win['speedup']:.2f}x the default"
-                     + ("" if result["clear"] else
-                        " (its slowest run is not faster than the default's fastest: "
-                        "within this machine's noise, run with more --reps)"))
-        for kind, text in result["paste"]:
-            label = PASTE_LABELS.get(kind, kind)
-            lines.append(f"  {label}: {text}" if "\n" not in text else
-                         f"  {label}:\n" + "\n".join("      " + t for t in text.splitlines()))
-        if result["aggio_run"]:
-            lines.append(f"  aggio-run: {result['aggio_run']}")
-    else:
-        lines.append("winner: the MPI library's default; no candidate was faster on this replay")
-    lines += ["", "limits: " + replay.LIMITS]
+    lines += [""] + _verdict_lines(result) + ["", "limits: " + replay.LIMITS]
     return "\n".join(lines)
+
+
+def _span(counts: list) -> str:
+    return f"{min(counts)}" if min(counts) == max(counts) else f"{min(counts)}-{max(counts)}"
+
+
+def _table(result: dict) -> list:
+    level = f"{100 * result['confidence']:g}%"
+    lines = [f"{'configuration':44} {'API':6} {'calls':11} {'median':>9} "
+             f"{level + ' interval':>19} {'speedup':>8}  hints"]
+    for c in result["configs"]:
+        iv = c["interval"]
+        span = f"{iv[0]:.1f}-{iv[1]:.1f}" if iv else "(too few runs)"
+        hints = ":".join(f"{k}={v_}" for k, v_ in c["hints"].items()) or "-"
+        launch = f" [{' '.join(c['launcher_args'])}]" if c["launcher_args"] else ""
+        lines.append(f"{c['name'] + (' *' if c['baseline'] else ''):44} {c['api']:6} "
+                     f"{'collective' if c['collective'] else 'independent':11} "
+                     f"{c['median']:9.1f} {span:>19} {(c['speedup'] or 0):7.2f}x  "
+                     f"{hints}{launch}")
+    lines.append("* the MPI library's default, as the program calls it; speedups are its "
+                 "medians'; intervals are the medians' (distribution-free, order statistics)")
+    return lines
+
+
+def _verdict_lines(result: dict) -> list:
+    if not result["significant"]:
+        return [f"no significant difference: {result['reason']}.  Nothing is recommended; "
+                "more rounds (--max-reps) or a larger replay (--min-bytes) may separate them."]
+    if not result["winner_beats_default"]:
+        return [f"winner: {result['leader']}, the baseline ({result['reason']}); keep it"]
+    win = next(c for c in result["configs"] if c["name"] == result["winner"])
+    sc = result["scope"]
+    head = f"winner: {result['winner']}, {win['speedup']:.2f}x the default ({result['reason']})"
+    if sc["differs"]:
+        lines = [head, f"  measured at another scale ({'; '.join(sc['differs'])}): settings "
+                 "to try on the original job and measure there, not to paste into "
+                 "production:"]
+        indent = "  try "
+    else:
+        lines = [head, f"  for this job as measured ({sc['ranks']} ranks, {sc['fs']}, "
+                 f"{sc['mpi']}):"]
+        indent = "  "
+    for kind, text in result["paste"]:
+        label = PASTE_LABELS.get(kind, kind)
+        lines.append(f"{indent}{label}: {text}" if "\n" not in text else
+                     f"{indent}{label}:\n" + "\n".join("      " + t for t in text.splitlines()))
+    if result["aggio_run"]:
+        lines.append(f"{indent}aggio-run: {result['aggio_run']}")
+    return lines
