@@ -21,6 +21,7 @@ struct opts {
   long long segments, transfer, block;
   long long grid[3]; /* x, y, z */
   int steps, reps, independent, write_only;
+  int fpp;   /* -F: file per process (IOR's -F), where the program supports it */
   int fsync; /* -e: flush to storage before the close, inside the timing (IOR -e) */
   int warm;  /* --warm: read what the page cache holds (default: cold reads) */
   const char *cache; /* how the read phase started: "dropped", "fadvise", "warm" */
@@ -37,6 +38,8 @@ static inline int bench_parse_args(int argc, char **argv, struct opts *o) {
       o->write_only = 1;
     else if (!strcmp(a, "-e"))
       o->fsync = 1;
+    else if (!strcmp(a, "-F"))
+      o->fpp = 1;
     else if (!strcmp(a, "--warm"))
       o->warm = 1;
     else if (!v)
@@ -127,10 +130,11 @@ static inline int bench_report(MPI_Comm comm, const char *api, const struct opts
   MPI_Allreduce(&mine, &secs, 1, MPI_DOUBLE, MPI_MAX, comm);
   if (rank == 0)
     printf("RESULT api=%s pattern=%s ranks=%d access=%s rep=%d bytes=%lld seconds=%.6f "
-           "MiBps=%.2f errors=%lld cache=%s%s\n",
+           "MiBps=%.2f errors=%lld cache=%s files=%d%s\n",
            api, o->pattern, nranks, writing ? "write" : "read", rep, sum[0], secs,
            secs > 0 ? (double)sum[0] / 1048576.0 / secs : 0.0, sum[1],
-           writing ? "-" : o->cache ? o->cache : "warm", sum[2] ? " failed=1" : "");
+           writing ? "-" : o->cache ? o->cache : "warm", o->fpp ? nranks : 1,
+           sum[2] ? " failed=1" : "");
   fflush(stdout);
   return (sum[1] || sum[2]) ? 1 : 0;
 }

@@ -12,6 +12,9 @@
  *              one collective H5Dwrite (IO-500's ior-hard shape)
  *   segmented  the same code with -t T -b B (default 1 MiB in 4 MiB blocks):
  *              B/T transfers per rank and segment
+ *   -F         (ior-hard, segmented) file per process, as IOR -F: each rank
+ *              writes FILE.<rank, 8 digits> through HDF5 on MPI_COMM_SELF, the
+ *              same datasets with one rank's share (HPE's baseline)
  *   btio       a grid NX x NY x NZ of 5 doubles in 3-D blocks over the
  *              ranks (MPI_Dims_create), one dataset [steps][z][y][x][5],
  *              one collective H5Dwrite of the rank's block per step
@@ -40,8 +43,11 @@
 
 struct ctx {
   struct opts o;
-  MPI_Comm comm;
+  MPI_Comm comm;     /* every rank: timing and the RESULT line */
   int rank, nranks;
+  MPI_Comm fcomm;    /* the file's: comm, or MPI_COMM_SELF with -F */
+  int frank, franks; /* this rank and the ranks in the file's layout */
+  char fpath[4096];  /* with -F, this rank's file */
   hid_t dxpl;
 };
 
@@ -53,7 +59,7 @@ static int64_t word(long long w) { return (int64_t)(w * 2654435761LL + 12345); }
 /* One segment: a new dataset, the rank's B/T transfers into it. */
 static int ior_segment(struct ctx *c, hid_t file, long long s, int writing, int64_t *buf,
                        long long *errors) {
-  long long words_t = c->o.transfer / 8, words_seg = (long long)c->nranks * c->o.block / 8;
+  long long words_t = c->o.transfer / 8, words_seg = (long long)c->franks * c->o.block / 8;
   char name[64];
   snprintf(name, sizeof name, "Dataset-0000.%04lld", s);
   hsize_t dims[1] = {(hsize_t)words_seg}, mdims[1] = {(hsize_t)words_t};
@@ -63,7 +69,7 @@ static int ior_segment(struct ctx *c, hid_t file, long long s, int writing, int6
                      : H5Dopen2(file, name, H5P_DEFAULT);
   int rc = ds < 0 ? -1 : 0;
   for (long long k = 0; rc == 0 && k < c->o.block / c->o.transfer; k++) {
-    long long first = ((long long)c->rank * c->o.block + k * c->o.transfer) / 8;
+    long long first = ((long long)c->frank * c->o.block + k * c->o.transfer) / 8;
     hsize_t start[1] = {(hsize_t)first}, count[1] = {1}, blk[1] = {(hsize_t)words_t};
     if (H5Sselect_hyperslab(space, H5S_SELECT_SET, start, blk, count, blk) < 0) {
       rc = -1;
@@ -163,10 +169,11 @@ static int btio_phase(struct ctx *c, hid_t file, int writing, long long *bytes, 
 
 static int phase(struct ctx *c, int writing, int rep) {
   hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-  H5Pset_fapl_mpio(fapl, c->comm, MPI_INFO_NULL);
+  H5Pset_fapl_mpio(fapl, c->fcomm, MPI_INFO_NULL);
   long long bytes = 0, errors = 0;
   MPI_Barrier(c->comm);
   double t0 = MPI_Wtime();
+  /* with -F, o.path is this rank's file (main) */
   hid_t file = writing ? H5Fcreate(c->o.path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl)
                        : H5Fopen(c->o.path, H5F_ACC_RDONLY, fapl);
   int rc = file < 0 ? -1 : 0;
@@ -190,7 +197,7 @@ static int parse(int argc, char **argv, struct opts *o) {
     return -1;
   if (bench_ior_pattern(o)) /* IOR's HDF5 back end moves 64-bit integers */
     return (o->transfer % 8 || o->block % o->transfer || o->segments < 1) ? -1 : 0;
-  if (!strcmp(o->pattern, "btio"))
+  if (!strcmp(o->pattern, "btio") && !o->fpp)
     return bench_btio_ok(o) ? 0 : -1;
   return -1;
 }
@@ -203,9 +210,19 @@ int main(int argc, char **argv) {
   if (parse(argc, argv, &c.o)) {
     if (c.rank == 0)
       fprintf(stderr, "usage: hdf5_bench -p ior-hard|segmented|btio -o FILE [-s S] [-t T] [-b B] "
-                      "[-g NX,NY,NZ] [-n steps] [-i reps] [-I] [-W] [-e] [--warm]\n");
+                      "[-g NX,NY,NZ] [-n steps] [-i reps] [-I] [-W] [-e] [-F] [--warm]\n");
     MPI_Finalize();
     return 2;
+  }
+  c.fcomm = c.comm;
+  c.frank = c.rank;
+  c.franks = c.nranks;
+  if (c.o.fpp) { /* IOR's -F names: FILE.00000000, FILE.00000001, ... */
+    snprintf(c.fpath, sizeof c.fpath, "%s.%08d", c.o.path, c.rank);
+    c.o.path = c.fpath;
+    c.fcomm = MPI_COMM_SELF;
+    c.frank = 0;
+    c.franks = 1;
   }
   c.dxpl = H5Pcreate(H5P_DATASET_XFER);
   H5Pset_dxpl_mpio(c.dxpl, c.o.independent ? H5FD_MPIO_INDEPENDENT : H5FD_MPIO_COLLECTIVE);

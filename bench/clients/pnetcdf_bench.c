@@ -220,7 +220,7 @@ static int phase(struct ctx *c, int writing, int rep) {
 }
 
 static int parse(int argc, char **argv, struct opts *o) {
-  if (bench_parse_args(argc, argv, o))
+  if (bench_parse_args(argc, argv, o) || o->fpp) /* -F: hdf5_bench only */
     return -1;
   if (bench_ior_pattern(o))
     return (o->transfer < 1 || o->block % o->transfer || o->segments < 1) ? -1 : 0;
