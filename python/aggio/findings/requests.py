@@ -25,36 +25,73 @@ def small_requests(job: Job, th) -> list[Finding]:
     out = []
     limit = int(th["small_request_bytes"])
     for direction, plural in DIRECTIONS:
-        total, small, at_most, per_file = 0, 0, 0, {}
+        total, small, at_most, left_out, per_file = 0, 0, 0, 0, {}
         for index, f in enumerate(job.files):
             st = f.layers.get(POSIX)
             if st is None:
                 continue
-            n, most = small_count(job, index, st, direction, limit)
-            total += getattr(st, plural)
-            small, at_most = small + n, at_most + most
+            library = library_reads(job, index) if direction == "read" else 0
+            n, most = small_count(job, index, st, direction, limit, library)
+            total += getattr(st, plural) - library
+            small, at_most, left_out = small + n, at_most + most, left_out + library
             if n:
                 per_file[f.path] = n
         if small and small / max(total, 1) > th["small_request_fraction"] \
                 and small > th["small_request_min"]:
             out.append(_small_finding(job, direction, small, total, per_file, limit))
             out[-1].evidence["small_requests_at_most"] = at_most
+            _say_left_out(out[-1], left_out)
     return out
 
 
-def small_count(job: Job, index: int, st, direction: str, limit: int) -> tuple[int, int]:
-    """(at least, at most) POSIX requests of one file below `limit` bytes:
-    exact from operations when the log has all of them (a DXT module that is
-    not partial, or an aggio trace), else from the size bins split by the
+def library_reads(job: Job, index: int) -> int:
+    """How many of a file's POSIX reads are the MPI-IO library's
+    read-modify-write beneath the program's writes (what AGG-RMW costs),
+    not requests the program made: the reads inside MPI-IO writes where
+    operations show them, else all of them when the program read nothing
+    through MPI-IO.  ROMIO's two-phase reads each hole of a collective
+    write, often 0 bytes; counted here they would make a small-read alarm
+    of the library's own work and double AGG-RMW's."""
+    pr = xl.posix_reads(job, index)
+    if pr is None or not pr.read_modify_write:
+        return 0
+    return pr.inside_writes if pr.inside_writes >= 0 else pr.posix_reads
+
+
+def _say_left_out(finding: Finding, left_out: int) -> None:
+    finding.evidence["library_reads_left_out"] = left_out
+    if left_out:
+        finding.message += (f" ({left_out} POSIX reads that the MPI-IO library made "
+                            "beneath MPI-IO writes are left out: see AGG-RMW)")
+
+
+def small_count(job: Job, index: int, st, direction: str, limit: int,
+                library: int = 0) -> tuple[int, int]:
+    """(at least, at most) POSIX requests of one file below `limit` bytes,
+    `library` of its requests (library_reads) left out: exact from
+    operations when the log has all of them (a DXT module that is not
+    partial, or an aggio trace), else from the size bins split by the
     most-common-size counters (LayerStats.small_range)."""
     if job.ops_complete(POSIX):
         kind = READ if direction == "read" else WRITE
         ops = job.ops
         sel = (ops["file"] == index) & (ops["layer"] == POSIX) & (ops["kind"] == kind)
         if sel.any() and int(sel.sum()) == getattr(st, direction + "s"):
-            n = int((ops["length"][sel] < limit).sum())
+            mine = ops[sel]
+            if library:
+                mine = mine[~_inside_mpiio_writes(job, index, mine)]
+            n = int((mine["length"] < limit).sum())
             return n, n
-    return st.small_range(direction, limit)
+    least, most = st.small_range(direction, limit)
+    # the bins do not say which requests were the library's: any could be small
+    return max(least - library, 0), max(min(most, getattr(st, direction + "s") - library), 0)
+
+
+def _inside_mpiio_writes(job: Job, index: int, posix: np.ndarray) -> np.ndarray:
+    """Which of these POSIX operations ran inside an MPI-IO write of the same
+    rank (as crosslayer.posix_reads finds them)."""
+    api = xl.file_ops(job, index, MPIIO)
+    return xl.containing(api[api["kind"] == WRITE], posix) >= 0
 
 
 def _small_finding(job, direction, small, total, per_file, limit):
