@@ -252,3 +252,12 @@ def test_real_log_library_reads_are_no_small_read_finding():
         pytest.skip("PyDarshan without its example logs")
     assert len(found(logs[0], "AGG-RMW")) == 1
     assert _small_reads(logs[0], small_request_min=0, small_request_fraction=0) == []
+
+
+@pytest.mark.parametrize("summary", [False, True])
+def test_library_reads_are_not_the_programs_random_reads(summary):
+    """Darshan counts none of the 300,000 hole reads as sequential: they are
+    still the library's, not 'Random read access' of the program."""
+    job = e3sm_counters(summary)
+    assert [f for f in run_all(job, Thresholds()) if f.code == "AGG-RANDOM"
+            and f.evidence["direction"] == "read"] == []
