@@ -17,7 +17,7 @@ from aggio.model import MPIIO, POSIX
 from aggio.sources import InputError, load_jobs
 from aggio.sources import darshan_isolated
 from aggio.sources.darshan_layout import names_damage, read_layout
-from paths import LOGS, SHARED
+from paths import DXT_LOG, LOGS, SHARED, requires_shared
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORPUS = os.path.join(HERE, "..", "..", "tests", "fuzz", "corpus", "darshan")
@@ -116,23 +116,42 @@ def _facts(job) -> list:
     return [job.nprocs, job.runtime, job.exe, sorted(job.notes), job.damaged, files]
 
 
-@pytest.mark.parametrize("name", ["mpi-io-test-3.41.darshan", "ior-hdf5-3.41.darshan",
-                                  "empty-3.41.darshan"])
-@requires_corpus
-def test_big_endian_log_reads_as_its_little_endian_original(tmp_path, name):
+def _reads_as_its_original_big_endian(tmp_path, original):
     """libdarshan-util swaps what a big-endian machine wrote: the same log
-    rewritten big-endian (darshan_rewrite.py) gives aggio the same job."""
+    rewritten big-endian (darshan_rewrite.py) gives aggio the same job,
+    DXT operations included.  Returns the job."""
     darshan = pytest.importorskip("darshan")
     from darshan_rewrite import SWAPPABLE, to_big_endian
-    original = os.path.join(CORPUS, name)
     report = darshan.DarshanReport(original, read_all=False)
     modules = sorted(report.modules, key=lambda m: report.modules[m]["idx"])
-    swapped = tmp_path / name.replace(".darshan", "-big-endian.darshan")
+    swapped = tmp_path / os.path.basename(original).replace(".darshan", "-big-endian.darshan")
     swapped.write_bytes(to_big_endian(open(original, "rb").read(), modules))
     assert read_layout(str(swapped)).byte_order == ">"
     little, big = load_jobs([original])[0], load_jobs([str(swapped)])[0]
     assert big.modules == little.modules & SWAPPABLE
     assert _facts(big) == _facts(little)
+    assert big.ops.tobytes() == little.ops.tobytes()
+    return big
+
+
+@pytest.mark.parametrize("name", ["mpi-io-test-3.41.darshan", "ior-hdf5-3.41.darshan",
+                                  "empty-3.41.darshan", "dxt-simple-3.21.darshan",
+                                  "stdio_only-3.21.darshan"])
+@requires_corpus
+def test_big_endian_log_reads_as_its_little_endian_original(tmp_path, name):
+    _reads_as_its_original_big_endian(tmp_path, os.path.join(CORPUS, name))
+
+
+@pytest.mark.parametrize("folder, name", [
+    ("mpi_io_test_with_dxt", os.path.basename(DXT_LOG)),
+    ("hdf5_diagonal_write_only", "hdf5_diagonal_write_1_byte_dxt.darshan")])
+@requires_shared
+def test_big_endian_dxt_log_reads_as_its_original(tmp_path, folder, name):
+    """Real DXT logs (format 3.21: POSIX and MPI-IO traces of 32 ranks; an
+    HDF5 program's POSIX trace) as a big-endian machine writes them: every
+    segment read back, the host names left as bytes."""
+    job = _reads_as_its_original_big_endian(tmp_path, os.path.join(SHARED, folder, name))
+    assert job.has_ops and len(job.ops) > 0
 
 
 @pytest.mark.parametrize("name", ["dxt-simple-3.21.darshan", "noposixopens-3.10.darshan",
