@@ -136,10 +136,20 @@ def _reads_as_its_original_big_endian(tmp_path, original):
 
 @pytest.mark.parametrize("name", ["mpi-io-test-3.41.darshan", "ior-hdf5-3.41.darshan",
                                   "empty-3.41.darshan", "dxt-simple-3.21.darshan",
-                                  "stdio_only-3.21.darshan"])
+                                  "stdio_only-3.21.darshan", "noposixopens-3.10.darshan"])
 @requires_corpus
 def test_big_endian_log_reads_as_its_little_endian_original(tmp_path, name):
     _reads_as_its_original_big_endian(tmp_path, os.path.join(CORPUS, name))
+
+
+@requires_corpus
+def test_big_endian_pre_3_2_posix_times_are_swapped_back(tmp_path):
+    """libdarshan-util leaves POSIX_F_META_TIME (and the two max times) of
+    a big-endian log with POSIX records older than version 4 unswapped
+    (2e-317 s for this log's meta time); aggio swaps them back."""
+    original = os.path.join(CORPUS, "noposixopens-3.10.darshan")
+    job = _reads_as_its_original_big_endian(tmp_path, original)
+    assert job.layer_total(POSIX).meta_time > 1e-6
 
 
 @pytest.mark.parametrize("folder, name", [
