@@ -142,6 +142,20 @@ def test_big_endian_log_reads_as_its_little_endian_original(tmp_path, name):
     _reads_as_its_original_big_endian(tmp_path, os.path.join(CORPUS, name))
 
 
+@pytest.mark.parametrize("name", ["mpi-io-test-3.41", "dxt-simple-3.21"])
+@requires_corpus
+def test_big_endian_fuzz_seeds_are_the_rewrites(name):
+    """The big-endian seeds are what darshan_rewrite makes of their
+    originals (so the rewrite tests above vouch for them)."""
+    darshan = pytest.importorskip("darshan")
+    from darshan_rewrite import to_big_endian
+    original = os.path.join(CORPUS, name + ".darshan")
+    report = darshan.DarshanReport(original, read_all=False)
+    modules = sorted(report.modules, key=lambda m: report.modules[m]["idx"])
+    seed = os.path.join(CORPUS, name.replace("-3.", "-big-endian-3.") + ".darshan")
+    assert open(seed, "rb").read() == to_big_endian(open(original, "rb").read(), modules)
+
+
 @requires_corpus
 def test_big_endian_pre_3_2_posix_times_are_swapped_back(tmp_path):
     """libdarshan-util leaves POSIX_F_META_TIME (and the two max times) of
