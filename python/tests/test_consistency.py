@@ -64,6 +64,13 @@ def _code_rules(f, job, subject, api, th):
         out.append("AGG-BLOCKING with non-blocking calls")
     if f.code == "AGG-NO-MPIIO" and "MPI-IO" in job.modules:
         out.append("AGG-NO-MPIIO with an MPI-IO module")
+    if f.code == "AGG-NO-MPIIO":
+        out += _no_mpiio_directions(f, job)
+    if f.code == "AGG-INDEP-MPIIO" and job.nprocs == 1:
+        out.append("AGG-INDEP-MPIIO: collective calls for a one-process job")
+    if f.code in ("AGG-SMALL-REQ", "AGG-RANDOM") and d == "read" and _only_library_reads(job):
+        out.append(f"{f.code}: the program's reads, where every POSIX read lies beneath "
+                   "MPI-IO writes of a file it never read through MPI-IO")
     if f.code in ("AGG-SINGLE-AGGREGATOR", "AGG-AGGREGATORS", "AGG-SLOW-AGGREGATOR") and \
             not (api and api.coll_reads + api.coll_writes):
         out.append(f"{f.code} without collective calls")
@@ -85,6 +92,23 @@ def _code_rules(f, job, subject, api, th):
     if f.code == "AGG-STRIPE" and subject and f.evidence["stripe_count"] != subject.stripe_count:
         out.append("AGG-STRIPE stripe count differs from the file's")
     return out
+
+
+def _no_mpiio_directions(f, job):
+    """The MPI-IO calls offered are for the direction that moved the most."""
+    read = job.layer_total(POSIX).bytes_read + job.layer_total(STDIO).bytes_read
+    written = job.layer_total(POSIX).bytes_written + job.layer_total(STDIO).bytes_written
+    most = "read" if read > written else "write"
+    if not any(f"MPI_File_{most}_at_all" in x.text for x in f.fixes):
+        return [f"AGG-NO-MPIIO: no MPI-IO {most} offered where the program mostly {most}s"]
+    return []
+
+
+def _only_library_reads(job) -> bool:
+    readers = [x for x in job.files if POSIX in x.layers and x.layers[POSIX].reads]
+    return bool(readers) and all(
+        MPIIO in x.layers and x.layers[MPIIO].writes and not x.layers[MPIIO].reads
+        for x in readers)
 
 
 def _fact_rules(f, job, files, subject, api):
@@ -194,3 +218,9 @@ def test_the_rules_catch_a_contradiction(tmp_path):
     assert any("two layouts for /d" in c for c in found)
     assert any("HDF5 call" in c for c in found)
     assert any("Lustre striping without" in c for c in found)
+    # POSIX reads beneath the MPI-IO writes of a file never read through MPI-IO
+    rmw = darshan_job(modules=("POSIX", "MPI-IO"), files=[file_with(
+        "/f", posix=layer(reads=10, writes=4), mpiio=layer(writes=4, coll_writes=4))])
+    small = Finding("AGG-SMALL-REQ", "warn", "x", "x", {"direction": "read"}, [Fix("code", "x")])
+    assert any("AGG-SMALL-REQ: the program's reads" in c
+               for c in contradictions(rmw, [small], Thresholds()))

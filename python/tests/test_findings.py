@@ -185,6 +185,30 @@ def test_no_mpiio_fire():
     assert f.severity == "warn"
 
 
+def test_independent_mpiio_quiet_for_one_process():
+    """partial_data_dxt: one process made 1,000,000 independent reads; a
+    collective call would have no other rank to gather from."""
+    api = LayerStats(reads=5000, indep_reads=5000, bytes_read=5000)
+    job = darshan_job(nprocs=1, modules=("POSIX", "MPI-IO"),
+                      files=[file_with("/f", shared=False, nranks=1, mpiio=api)])
+    assert findings(job, "AGG-INDEP-MPIIO") == []
+    job.nprocs = 2
+    assert len(findings(job, "AGG-INDEP-MPIIO")) == 1
+
+
+def test_no_mpiio_fix_follows_the_direction():
+    """hdf5_diagonal_write_only's programs read 2.6 MB (their libraries) and
+    write 16 KB: MPI-IO reads first, never only a write."""
+    st = LayerStats(reads=100, bytes_read=100 * MiB, writes=10, bytes_written=MiB)
+    (f,) = findings(darshan_job(files=[file_with("/f", posix=st)]), "AGG-NO-MPIIO")
+    codes = [x.text for x in f.fixes if "MPI_File_open" in x.text]
+    assert "MPI_MODE_RDONLY" in codes[0] and "MPI_File_read_at_all" in codes[0]
+    assert "MPI_File_write_at_all" in codes[1]
+    st = LayerStats(reads=100, bytes_read=100 * MiB)
+    (f,) = findings(darshan_job(files=[file_with("/f", posix=st)]), "AGG-NO-MPIIO")
+    assert not any("write" in x.text for x in f.fixes if "MPI_File_open" in x.text)
+
+
 def test_no_mpiio_quiet_with_mpiio():
     st = LayerStats(writes=100, bytes_written=100 * MiB)
     job = darshan_job(modules=("POSIX", "MPI-IO"),
