@@ -66,6 +66,8 @@ def _code_rules(f, job, subject, api, th):
         out.append("AGG-NO-MPIIO with an MPI-IO module")
     if f.code == "AGG-NO-MPIIO":
         out += _no_mpiio_directions(f, job)
+    if f.code == "AGG-RANDOM" and _all_one_span(job, d):
+        out.append(f"AGG-RANDOM: every {d} of every file lies in one request's span of byte 0")
     if f.code == "AGG-INDEP-MPIIO" and job.nprocs == 1:
         out.append("AGG-INDEP-MPIIO: collective calls for a one-process job")
     if f.code in ("AGG-SMALL-REQ", "AGG-RANDOM") and d == "read" and _only_library_reads(job):
@@ -102,6 +104,16 @@ def _no_mpiio_directions(f, job):
     if not any(f"MPI_File_{most}_at_all" in x.text for x in f.fixes):
         return [f"AGG-NO-MPIIO: no MPI-IO {most} offered where the program mostly {most}s"]
     return []
+
+
+def _all_one_span(job, d) -> bool:
+    stats = [x.layers[POSIX] for x in job.files
+             if POSIX in x.layers and getattr(x.layers[POSIX], d + "s")]
+    top = "max_byte_read" if d == "read" else "max_byte_written"
+    moved = "bytes_read" if d == "read" else "bytes_written"
+    return bool(stats) and all(
+        getattr(st, top) >= 0 and (getattr(st, top) + 1) * getattr(st, d + "s")
+        <= getattr(st, moved) for st in stats)
 
 
 def _only_library_reads(job) -> bool:

@@ -81,6 +81,15 @@ def test_random_quiet_on_sequential(tmp_path):
     assert findings(path, "AGG-RANDOM") == []
 
 
+def test_random_quiet_on_the_same_bytes_again(tmp_path):
+    """partial_data_dxt: a million 1-byte reads of byte 0 follow no earlier
+    request, yet are not random: sorting them by offset changes nothing."""
+    path = posix_writes(1, {0: np.zeros(3000, np.int64)}, 1).write(tmp_path / "t")
+    assert findings(path, "AGG-RANDOM") == []
+    shifted = posix_writes(1, {0: np.tile([0, 8192], 1500)}, 1).write(tmp_path / "u")
+    assert len(findings(shifted, "AGG-RANDOM")) == 1
+
+
 def test_redundant_fire(tmp_path):
     path = posix_writes(1, {0: np.tile(np.arange(4) * MiB, 4)}, MiB).write(tmp_path / "t")
     (f,) = findings(path, "AGG-REDUNDANT")

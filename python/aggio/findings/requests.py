@@ -161,12 +161,15 @@ def random_access(job: Job, th) -> list[Finding]:
         n = getattr(total, plural)
         seq = total.seq_reads if direction == "read" else total.seq_writes
         library = _all_library_reads(job) if direction == "read" else 0
+        again, again_out_of_order = _one_span_requests(job, direction)
         # which of the library's reads were out of order the counters do not
         # say: the program's certainly random ones are what is left if all were
-        n, rnd = n - library, max(n - seq - library, 0)
-        if n and rnd / n > th["random_fraction"] and rnd > th["random_min"]:
+        n = n - library - again
+        rnd = max(getattr(total, plural) - seq - library - again_out_of_order, 0)
+        if n > 0 and rnd / n > th["random_fraction"] and rnd > th["random_min"]:
             evidence = {"direction": direction, "random_requests": rnd, "requests": n,
-                        "percent": pct(rnd, n), "library_reads_left_out": library}
+                        "percent": pct(rnd, n), "library_reads_left_out": library,
+                        "one_span_requests_left_out": again}
             key = "romio_ds_read" if direction == "read" else "romio_cb_write"
             fixes = hint_fixes({key: "enable"})
             fixes.append(Fix("code", f"/* sort each rank's {direction}s by offset and issue them as one\n"
@@ -182,6 +185,25 @@ def random_access(job: Job, th) -> list[Finding]:
                                "follow the previous request of their rank"
                                + _left_out_words(library), evidence, fixes))
     return out
+
+
+def _one_span_requests(job: Job, direction: str) -> tuple[int, int]:
+    """(requests, of them not sequential) on files where every request of
+    the direction starts within one mean request of byte 0: the same bytes
+    again and again (partial_data_dxt reads byte 0 a million times), which
+    no sorting by offset changes; AGG-REDUNDANT's matter, not random access."""
+    count = out_of_order = 0
+    for f in job.files:
+        st = f.layers.get(POSIX)
+        if st is None:
+            continue
+        n = getattr(st, direction + "s")
+        top = st.max_byte_read if direction == "read" else st.max_byte_written
+        moved = st.bytes_read if direction == "read" else st.bytes_written
+        if n > 1 and top >= 0 and (top + 1) * n <= moved:
+            seq = st.seq_reads if direction == "read" else st.seq_writes
+            count, out_of_order = count + n, out_of_order + n - seq
+    return count, out_of_order
 
 
 def _all_library_reads(job: Job) -> int:
