@@ -10,7 +10,7 @@ import pytest
 from builders import (collective_write, darshan_job, file_with, layer, per_rank, posix_writes,
                       two_phase_write)
 from hintcheck import check_report_hints
-from paths import HINTS_PARSE, log_params
+from paths import HINTS_PARSE, log_params, pydarshan_logs
 
 from aggio.findings import run_all
 from aggio.model import MPIIO, POSIX, STDIO
@@ -173,6 +173,30 @@ def _check(job):
 @pytest.mark.parametrize("log", log_params(), ids=lambda p: os.path.basename(p or "none"))
 def test_no_contradictions_on_shared_logs(log):
     _check(load_jobs([log])[0])
+
+
+@pytest.mark.parametrize("log", [pytest.param(p, id="/".join(p.split(os.sep)[-2:]))
+                                 for p in pydarshan_logs()] or [pytest.param(
+                                     None, marks=pytest.mark.skip(reason="no PyDarshan"))])
+def test_no_contradictions_on_pydarshan_logs(log):
+    """PyDarshan's own logs too (dxt.darshan: threads' metadata time summed
+    past the run time)."""
+    _check(load_jobs([log])[0])
+
+
+def test_metadata_time_per_rank_is_at_most_the_run():
+    """Three files each held open for 90 s of a 100 s run by one rank's
+    threads: the rank's metadata time is the run's 100 s, not 270."""
+    files = [file_with(f"/p{i}", shared=False, nranks=1, posix=layer(opens=1, meta_time=90.0))
+             for i in range(3)]
+    for f in files:
+        f.layers[POSIX].rank_meta_time = {0: 90.0}
+    job = darshan_job(nprocs=1, files=files)
+    job.runtime = 100.0
+    (f,) = [x for x in _check(job) if x.code == "AGG-METADATA"]
+    assert f.evidence["max_rank_metadata_seconds"] == 100.0
+    assert f.evidence["ranks_with_overlapping_calls"] == 1
+    assert "summed more than the run's 100 s" in f.message
 
 
 def _synthetic(tmp_path):

@@ -2,7 +2,6 @@
 the tool: each real log (every Darshan 3.x format at hand), logs written on
 big-endian machines, single-byte corruptions, and libdarshan-util crashing
 or hanging (darshan_isolated reads each log in a child process)."""
-import glob
 import os
 import signal
 import struct
@@ -17,7 +16,7 @@ from aggio.model import MPIIO, POSIX
 from aggio.sources import InputError, load_jobs
 from aggio.sources import darshan_isolated
 from aggio.sources.darshan_layout import names_damage, read_layout
-from paths import DXT_LOG, LOGS, SHARED, requires_shared
+from paths import DXT_LOG, LOGS, SHARED, pydarshan_logs, requires_shared
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORPUS = os.path.join(HERE, "..", "..", "tests", "fuzz", "corpus", "darshan")
@@ -27,15 +26,7 @@ requires_corpus = pytest.mark.skipif(
                                       "(python/ without the rest of the repository)")
 
 
-def _pydarshan_logs():
-    """The logs PyDarshan ships (format 3.10 among them, which ../shared lacks)."""
-    try:
-        import darshan
-    except ImportError:
-        return []
-    root = os.path.dirname(darshan.__file__)
-    return sorted(glob.glob(os.path.join(root, "tests", "input", "*.darshan"))
-                  + glob.glob(os.path.join(root, "examples", "*", "*.darshan")))
+_pydarshan_logs = pydarshan_logs
 
 
 def _all_logs():
