@@ -236,6 +236,12 @@ def test_small_reads_from_operations_leave_the_library_out(tmp_path):
     assert (ev["small_requests"], ev["requests"]) == (1600, 1600)
     assert ev["library_reads_left_out"] == 4000
     assert "4000 POSIX reads that the MPI-IO library made" in f.message
+    # its cost: the POSIX read time x the share of those 1600 among all 5600 reads
+    from aggio.findings.cost import _layer_time
+    from aggio.model import POSIX
+    job = load_jobs([_zero_byte_trace(tmp_path, 0.78, own_reads=200)])[0]
+    assert f.cost["seconds"] == pytest.approx(_layer_time(job, POSIX, "read") * 1600 / 5600,
+                                              rel=1e-3)
 
 
 def test_real_log_library_reads_are_no_small_read_finding():
