@@ -70,6 +70,9 @@ def _code_rules(f, job, subject, api, th):
         out.append(f"AGG-RANDOM: every {d} of every file lies in one request's span of byte 0")
     if f.code == "AGG-INDEP-MPIIO" and job.nprocs == 1:
         out.append("AGG-INDEP-MPIIO: collective calls for a one-process job")
+    if job.nprocs == 1 and any(x.kind in HINT_KINDS and "romio_cb_" in x.text and
+                               f.code == "AGG-SMALL-REQ" for x in f.fixes):
+        out.append(f"{f.code}: collective buffering for a one-process job")
     if f.code in ("AGG-SMALL-REQ", "AGG-RANDOM") and d == "read" and _only_library_reads(job):
         out.append(f"{f.code}: the program's reads, where every POSIX read lies beneath "
                    "MPI-IO writes of a file it never read through MPI-IO")

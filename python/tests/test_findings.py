@@ -81,6 +81,23 @@ def test_random_quiet_on_sequential(tmp_path):
     assert findings(path, "AGG-RANDOM") == []
 
 
+def test_small_requests_of_one_process():
+    """partial_data_dxt: one process's million 1-byte MPI-IO reads: no
+    collective buffering (no other rank to gather from) but one call with
+    an indexed filetype; no setvbuf, which only its stdout used."""
+    api = LayerStats(reads=5000, indep_reads=5000, bytes_read=5000)
+    posix = LayerStats(reads=5000, bytes_read=5000)
+    posix.hist_read[0] = 5000
+    out = LayerStats(writes=3, bytes_written=300)
+    job = darshan_job(nprocs=1, modules=("POSIX", "MPI-IO", "STDIO"), files=[
+        file_with("/f", shared=False, nranks=1, mpiio=api, posix=posix),
+        file_with("<STDOUT>", shared=False, nranks=1, stdio=out)])
+    (f,) = findings(job, "AGG-SMALL-REQ")
+    texts = [x.text for x in f.fixes]
+    assert any("MPI_Type_create_hindexed" in t for t in texts)
+    assert not any("romio_cb_read" in t or "_at_all" in t or "setvbuf" in t for t in texts)
+
+
 def test_random_quiet_on_the_same_bytes_again(tmp_path):
     """partial_data_dxt: a million 1-byte reads of byte 0 follow no earlier
     request, yet are not random: sorting them by offset changes nothing."""

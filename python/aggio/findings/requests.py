@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import crosslayer as xl
-from ..model import MPIIO, POSIX, READ, WRITE, Job
+from ..model import MPIIO, POSIX, READ, STDIO, WRITE, Job
 from .base import Finding, Fix, check, fmt_bytes, hint_fixes, pct, top
 
 DIRECTIONS = (("read", "reads"), ("write", "writes"))
@@ -106,16 +106,33 @@ def _small_finding(job, direction, small, total, per_file, limit):
     msg = (f"{small} of {total} POSIX {direction}s ({pct(small, total)}%) are smaller "
            f"than {fmt_bytes(limit)}" + (f"; {len(shared)} of these files are shared "
                                           "by several ranks" if shared else ""))
+    fixes = _gathering_fixes(job, direction)
+    fixes.append(transfer_size_fix(job, 1 << 20, "at least 1 MiB"))
+    if any(STDIO in f.layers for f in job.files if f.path in per_file):
+        # only where the small requests are a STDIO stream's (not the job's stdout)
+        fixes.append(Fix("code", "setvbuf(fp, NULL, _IOFBF, 4 << 20);  /* STDIO: large buffers */",
+                         needs=frozenset({"stdio"})))
+    return Finding("AGG-SMALL-REQ", "high", f"Small {direction} requests", msg, evidence,
+                   fixes)
+
+
+def _gathering_fixes(job, direction) -> list[Fix]:
+    """Small requests gathered into large ones: by collective buffering
+    across ranks, or, for one process (which collective buffering has no
+    other rank to gather from), by one call that carries them all."""
+    if job.nprocs == 1:
+        return [Fix("code", f"/* one call for many small {direction}s: an indexed filetype of "
+                    "their offsets and lengths */\n"
+                    "MPI_Type_create_hindexed(n, lengths, offsets, MPI_BYTE, &ft);\n"
+                    "MPI_File_set_view(fh, 0, MPI_BYTE, ft, \"native\", info);\n"
+                    f"MPI_File_{direction}(fh, buf, total, MPI_BYTE, MPI_STATUS_IGNORE);",
+                    needs=frozenset({"mpiio"}))]
     key = "romio_cb_write" if direction == "write" else "romio_cb_read"
     fixes = hint_fixes({key: "enable", "cb_buffer_size": 16777216})
     fixes.append(Fix("code", f"/* one collective call per rank instead of many small {direction}s */\n"
                      f"MPI_File_{direction}_at_all(fh, offset, buf, count, filetype, MPI_STATUS_IGNORE);",
                      needs=frozenset({"independent"})))
-    fixes.append(transfer_size_fix(job, 1 << 20, "at least 1 MiB"))
-    fixes.append(Fix("code", "setvbuf(fp, NULL, _IOFBF, 4 << 20);  /* STDIO: large buffers */",
-                     needs=frozenset({"stdio"})))
-    return Finding("AGG-SMALL-REQ", "high", f"Small {direction} requests", msg, evidence,
-                   fixes)
+    return fixes
 
 
 @check("AGG-MISALIGNED", "Requests not aligned to the file-system block or stripe")
