@@ -263,3 +263,19 @@ def test_the_rules_catch_a_contradiction(tmp_path):
     small = Finding("AGG-SMALL-REQ", "warn", "x", "x", {"direction": "read"}, [Fix("code", "x")])
     assert any("AGG-SMALL-REQ: the program's reads" in c
                for c in contradictions(rmw, [small], Thresholds()))
+    # one process that read byte 0 again and again, through MPI-IO
+    one = darshan_job(nprocs=1, modules=("POSIX", "MPI-IO"), files=[file_with(
+        "/f", shared=False, nranks=1, mpiio=layer(reads=10, indep_reads=10),
+        posix=layer(reads=10, bytes_read=10, max_byte_read=0))])
+    bad = [Finding("AGG-INDEP-MPIIO", "warn", "x", "x", {"direction": "read"},
+                   [Fix("code", "x")]),
+           Finding("AGG-RANDOM", "warn", "x", "x", {"direction": "read"}, [Fix("code", "x")]),
+           Finding("AGG-SMALL-REQ", "warn", "x", "x", {"direction": "read"},
+                   [Fix("cray-hints", 'export MPICH_MPIIO_HINTS="*:romio_cb_read=enable"')]),
+           Finding("AGG-NO-MPIIO", "info", "x", "x", {"a": 1},
+                   [Fix("code", "MPI_File_write_at_all(fh, ...);")])]
+    found = contradictions(one, bad, Thresholds())
+    for words in ("collective calls for a one-process job", "AGG-RANDOM: every read",
+                  "collective buffering for a one-process job",
+                  "no MPI-IO read offered where the program mostly reads"):
+        assert any(words in c for c in found), words
