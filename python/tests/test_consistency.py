@@ -273,9 +273,13 @@ def test_the_rules_catch_a_contradiction(tmp_path):
            Finding("AGG-SMALL-REQ", "warn", "x", "x", {"direction": "read"},
                    [Fix("cray-hints", 'export MPICH_MPIIO_HINTS="*:romio_cb_read=enable"')]),
            Finding("AGG-NO-MPIIO", "info", "x", "x", {"a": 1},
-                   [Fix("code", "MPI_File_write_at_all(fh, ...);")])]
+                   [Fix("code", "MPI_File_write_at_all(fh, ...);")]),
+           Finding("AGG-METADATA", "warn", "x", "x", {"max_rank_metadata_seconds": 50.0},
+                   [Fix("code", "x")])]
+    one.runtime = 10.0
     found = contradictions(one, bad, Thresholds())
     for words in ("collective calls for a one-process job", "AGG-RANDOM: every read",
                   "collective buffering for a one-process job",
-                  "no MPI-IO read offered where the program mostly reads"):
+                  "no MPI-IO read offered where the program mostly reads",
+                  "max_rank_metadata_seconds=50.0 exceeds the run time"):
         assert any(words in c for c in found), words
