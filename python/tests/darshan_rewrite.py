@@ -11,22 +11,30 @@ text[8], magic int64, comp_type (one byte: 0 zlib, 2 none); up to format
 then one uint32 version per module slot.
 
 to_big_endian is faithful only for what it keeps: every number is swapped
-where the format puts it (the header's fields, the job record's seven
-int64s of format 3.41 (its metadata, exe and mount text are bytes), each
-name record's 64-bit id, and every 8-byte word of the module records), so
-it keeps only modules whose records are 8-byte numbers throughout (POSIX,
-MPI-IO, STDIO, HEATMAP, LUSTRE before 3.5's components) and empties the
-others' slots (DXT and APMPI hold host names).  The tests compare what
-libdarshan-util reads back with the original, so a field swapped wrongly
-shows.
+where the format puts it (the header's fields, the job record's int64s:
+seven from format 3.41, five before, which had no nanoseconds (its
+metadata, exe and mount text are bytes), each name record's 64-bit id,
+every 8-byte word of the modules whose records are 8-byte numbers
+throughout (POSIX, MPI-IO, STDIO, HEATMAP, LUSTRE before 3.5's components,
+the HDF5 file and dataset records), and the DXT records' numbers around
+their host name, then their segments' four words each).  The others' slots
+are emptied (APMPI holds host names in another layout).  The tests compare
+what libdarshan-util reads back with the original, so a field swapped
+wrongly shows.
 """
 from __future__ import annotations
 
 import struct
 import zlib
 
-SWAPPABLE = {"POSIX", "MPI-IO", "STDIO", "LUSTRE", "HEATMAP"}
+WORDS_ONLY = {"POSIX", "MPI-IO", "STDIO", "LUSTRE", "HEATMAP", "H5F", "H5D"}
+DXT = {"DXT_POSIX", "DXT_MPIIO"}
+SWAPPABLE = WORDS_ONLY | DXT
 ZLIB, NO_COMP = 0, 2
+# A DXT record (darshan-dxt-log-format.h): id, rank, shared flag (int64s),
+# the host name (64 bytes), write and read counts (int64s); then its
+# segments: offset, length, start and end time (8 bytes each).
+DXT_HEAD, DXT_HOST_AT, DXT_HOST_LEN, DXT_SEGMENT = 104, 24, 64, 32
 
 
 def _geometry(data: bytes) -> tuple[int, int]:
@@ -62,8 +70,22 @@ def _swap_names(data: bytes) -> bytes:
     return bytes(out)
 
 
+def _swap_dxt(data: bytes) -> bytes:
+    """DXT records swapped field by field: the host name stays bytes."""
+    out, at = bytearray(), 0
+    while at < len(data):
+        writes, reads = struct.unpack_from("<qq", data, at + DXT_HOST_AT + DXT_HOST_LEN)
+        end = at + DXT_HEAD + DXT_SEGMENT * (writes + reads)
+        out += _swap_words(data[at:at + DXT_HOST_AT])
+        out += data[at + DXT_HOST_AT:at + DXT_HOST_AT + DXT_HOST_LEN]
+        out += _swap_words(data[at + DXT_HOST_AT + DXT_HOST_LEN:end])
+        at = end
+    return bytes(out)
+
+
 def _rewrite(data, modules, keep, transform, comp, order):
-    """The log with each kept region passed through transform(kind, raw) and
+    """The log with each kept region passed through transform(kind, raw) (kind:
+    "job", "names" or the module's name) and
     stored with compression comp, the header's numbers in byte order order."""
     if data[16] != ZLIB:
         raise ValueError("only zlib-compressed logs")
@@ -74,9 +96,10 @@ def _rewrite(data, modules, keep, transform, comp, order):
     used = [s for s in range(slots) if maps[s][1]]
     if len(used) != len(modules):
         raise ValueError("module names do not match the log's slots")
-    kept = {s for s, mod in zip(used, modules) if keep(mod)}
+    named = dict(zip(used, modules))
+    kept = {s for s in used if keep(named[s])}
     regions = [("job", header_end, name_off - header_end), ("names", name_off, name_len)]
-    regions += [("module", *maps[s]) for s in sorted(kept)]
+    regions += [(named[s], *maps[s]) for s in sorted(kept)]
     body, placed = b"", []
     for kind, off, ln in regions:
         raw = transform(kind, _inflate_all(data[off:off + ln]))
@@ -100,15 +123,17 @@ def _rewrite(data, modules, keep, transform, comp, order):
 
 
 def to_big_endian(data: bytes, modules: list[str]) -> bytes:
-    """The format 3.41 log as a big-endian machine writes it; modules: the
-    names of the log's non-empty module slots, in slot order (those not in
-    SWAPPABLE are left out)."""
-    if data[:4] != b"3.41":
-        raise ValueError("only format 3.41 logs")
+    """The log (format 3.10 to 3.41) as a big-endian machine writes it;
+    modules: the names of the log's non-empty module slots, in slot order
+    (those not in SWAPPABLE are left out)."""
+    if data[:4] not in (b"3.10", b"3.21", b"3.41"):
+        raise ValueError(f"format {data[:4]!r}: only 3.10, 3.21 and 3.41 logs")
+    job_words = 7 if data[:4] == b"3.41" else 5
 
     def swap(kind, raw):
-        return (_swap_words(raw, 7) if kind == "job" else
-                _swap_names(raw) if kind == "names" else _swap_words(raw))
+        return (_swap_words(raw, job_words) if kind == "job" else
+                _swap_names(raw) if kind == "names" else
+                _swap_dxt(raw) if kind in DXT else _swap_words(raw))
     return _rewrite(data, modules, lambda mod: mod in SWAPPABLE, swap, ZLIB, ">")
 
 

@@ -51,3 +51,15 @@ requires_hints_parser = pytest.mark.skipif(
 requires_bench = pytest.mark.skipif(
     not (BENCH and MPIEXEC), reason="aggio-bench is not built (scripts/build openmpi) or no "
                                     "mpiexec: the replays cannot run")
+
+
+def pydarshan_logs() -> list[str]:
+    """The logs PyDarshan ships (format 3.10 among them, which ../shared
+    lacks); none without PyDarshan."""
+    try:
+        import darshan
+    except ImportError:
+        return []
+    root = os.path.dirname(darshan.__file__)
+    return sorted(glob.glob(os.path.join(root, "tests", "input", "*.darshan"))
+                  + glob.glob(os.path.join(root, "examples", "*", "*.darshan")))

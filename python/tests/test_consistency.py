@@ -10,7 +10,7 @@ import pytest
 from builders import (collective_write, darshan_job, file_with, layer, per_rank, posix_writes,
                       two_phase_write)
 from hintcheck import check_report_hints
-from paths import HINTS_PARSE, log_params
+from paths import HINTS_PARSE, log_params, pydarshan_logs
 
 from aggio.findings import run_all
 from aggio.model import MPIIO, POSIX, STDIO
@@ -64,6 +64,18 @@ def _code_rules(f, job, subject, api, th):
         out.append("AGG-BLOCKING with non-blocking calls")
     if f.code == "AGG-NO-MPIIO" and "MPI-IO" in job.modules:
         out.append("AGG-NO-MPIIO with an MPI-IO module")
+    if f.code == "AGG-NO-MPIIO":
+        out += _no_mpiio_directions(f, job)
+    if f.code == "AGG-RANDOM" and _all_one_span(job, d):
+        out.append(f"AGG-RANDOM: every {d} of every file lies in one request's span of byte 0")
+    if f.code == "AGG-INDEP-MPIIO" and job.nprocs == 1:
+        out.append("AGG-INDEP-MPIIO: collective calls for a one-process job")
+    if job.nprocs == 1 and any(x.kind in HINT_KINDS and "romio_cb_" in x.text and
+                               f.code == "AGG-SMALL-REQ" for x in f.fixes):
+        out.append(f"{f.code}: collective buffering for a one-process job")
+    if f.code in ("AGG-SMALL-REQ", "AGG-RANDOM") and d == "read" and _only_library_reads(job):
+        out.append(f"{f.code}: the program's reads, where every POSIX read lies beneath "
+                   "MPI-IO writes of a file it never read through MPI-IO")
     if f.code in ("AGG-SINGLE-AGGREGATOR", "AGG-AGGREGATORS", "AGG-SLOW-AGGREGATOR") and \
             not (api and api.coll_reads + api.coll_writes):
         out.append(f"{f.code} without collective calls")
@@ -85,6 +97,33 @@ def _code_rules(f, job, subject, api, th):
     if f.code == "AGG-STRIPE" and subject and f.evidence["stripe_count"] != subject.stripe_count:
         out.append("AGG-STRIPE stripe count differs from the file's")
     return out
+
+
+def _no_mpiio_directions(f, job):
+    """The MPI-IO calls offered are for the direction that moved the most."""
+    read = job.layer_total(POSIX).bytes_read + job.layer_total(STDIO).bytes_read
+    written = job.layer_total(POSIX).bytes_written + job.layer_total(STDIO).bytes_written
+    most = "read" if read > written else "write"
+    if not any(f"MPI_File_{most}_at_all" in x.text for x in f.fixes):
+        return [f"AGG-NO-MPIIO: no MPI-IO {most} offered where the program mostly {most}s"]
+    return []
+
+
+def _all_one_span(job, d) -> bool:
+    stats = [x.layers[POSIX] for x in job.files
+             if POSIX in x.layers and getattr(x.layers[POSIX], d + "s")]
+    top = "max_byte_read" if d == "read" else "max_byte_written"
+    moved = "bytes_read" if d == "read" else "bytes_written"
+    return bool(stats) and all(
+        getattr(st, top) >= 0 and (getattr(st, top) + 1) * getattr(st, d + "s")
+        <= getattr(st, moved) for st in stats)
+
+
+def _only_library_reads(job) -> bool:
+    readers = [x for x in job.files if POSIX in x.layers and x.layers[POSIX].reads]
+    return bool(readers) and all(
+        MPIIO in x.layers and x.layers[MPIIO].writes and not x.layers[MPIIO].reads
+        for x in readers)
 
 
 def _fact_rules(f, job, files, subject, api):
@@ -137,6 +176,30 @@ def _check(job):
 @pytest.mark.parametrize("log", log_params(), ids=lambda p: os.path.basename(p or "none"))
 def test_no_contradictions_on_shared_logs(log):
     _check(load_jobs([log])[0])
+
+
+@pytest.mark.parametrize("log", [pytest.param(p, id="/".join(p.split(os.sep)[-2:]))
+                                 for p in pydarshan_logs()] or [pytest.param(
+                                     None, marks=pytest.mark.skip(reason="no PyDarshan"))])
+def test_no_contradictions_on_pydarshan_logs(log):
+    """PyDarshan's own logs too (dxt.darshan: threads' metadata time summed
+    past the run time)."""
+    _check(load_jobs([log])[0])
+
+
+def test_metadata_time_per_rank_is_at_most_the_run():
+    """Three files each held open for 90 s of a 100 s run by one rank's
+    threads: the rank's metadata time is the run's 100 s, not 270."""
+    files = [file_with(f"/p{i}", shared=False, nranks=1, posix=layer(opens=1, meta_time=90.0))
+             for i in range(3)]
+    for f in files:
+        f.layers[POSIX].rank_meta_time = {0: 90.0}
+    job = darshan_job(nprocs=1, files=files)
+    job.runtime = 100.0
+    (f,) = [x for x in _check(job) if x.code == "AGG-METADATA"]
+    assert f.evidence["max_rank_metadata_seconds"] == 100.0
+    assert f.evidence["ranks_with_overlapping_calls"] == 1
+    assert "summed more than the run's 100 s" in f.message
 
 
 def _synthetic(tmp_path):
@@ -194,3 +257,29 @@ def test_the_rules_catch_a_contradiction(tmp_path):
     assert any("two layouts for /d" in c for c in found)
     assert any("HDF5 call" in c for c in found)
     assert any("Lustre striping without" in c for c in found)
+    # POSIX reads beneath the MPI-IO writes of a file never read through MPI-IO
+    rmw = darshan_job(modules=("POSIX", "MPI-IO"), files=[file_with(
+        "/f", posix=layer(reads=10, writes=4), mpiio=layer(writes=4, coll_writes=4))])
+    small = Finding("AGG-SMALL-REQ", "warn", "x", "x", {"direction": "read"}, [Fix("code", "x")])
+    assert any("AGG-SMALL-REQ: the program's reads" in c
+               for c in contradictions(rmw, [small], Thresholds()))
+    # one process that read byte 0 again and again, through MPI-IO
+    one = darshan_job(nprocs=1, modules=("POSIX", "MPI-IO"), files=[file_with(
+        "/f", shared=False, nranks=1, mpiio=layer(reads=10, indep_reads=10),
+        posix=layer(reads=10, bytes_read=10, max_byte_read=0))])
+    bad = [Finding("AGG-INDEP-MPIIO", "warn", "x", "x", {"direction": "read"},
+                   [Fix("code", "x")]),
+           Finding("AGG-RANDOM", "warn", "x", "x", {"direction": "read"}, [Fix("code", "x")]),
+           Finding("AGG-SMALL-REQ", "warn", "x", "x", {"direction": "read"},
+                   [Fix("cray-hints", 'export MPICH_MPIIO_HINTS="*:romio_cb_read=enable"')]),
+           Finding("AGG-NO-MPIIO", "info", "x", "x", {"a": 1},
+                   [Fix("code", "MPI_File_write_at_all(fh, ...);")]),
+           Finding("AGG-METADATA", "warn", "x", "x", {"max_rank_metadata_seconds": 50.0},
+                   [Fix("code", "x")])]
+    one.runtime = 10.0
+    found = contradictions(one, bad, Thresholds())
+    for words in ("collective calls for a one-process job", "AGG-RANDOM: every read",
+                  "collective buffering for a one-process job",
+                  "no MPI-IO read offered where the program mostly reads",
+                  "max_rank_metadata_seconds=50.0 exceeds the run time"):
+        assert any(words in c for c in found), words

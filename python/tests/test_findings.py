@@ -81,6 +81,32 @@ def test_random_quiet_on_sequential(tmp_path):
     assert findings(path, "AGG-RANDOM") == []
 
 
+def test_small_requests_of_one_process():
+    """partial_data_dxt: one process's million 1-byte MPI-IO reads: no
+    collective buffering (no other rank to gather from) but one call with
+    an indexed filetype; no setvbuf, which only its stdout used."""
+    api = LayerStats(reads=5000, indep_reads=5000, bytes_read=5000)
+    posix = LayerStats(reads=5000, bytes_read=5000)
+    posix.hist_read[0] = 5000
+    out = LayerStats(writes=3, bytes_written=300)
+    job = darshan_job(nprocs=1, modules=("POSIX", "MPI-IO", "STDIO"), files=[
+        file_with("/f", shared=False, nranks=1, mpiio=api, posix=posix),
+        file_with("<STDOUT>", shared=False, nranks=1, stdio=out)])
+    (f,) = findings(job, "AGG-SMALL-REQ")
+    texts = [x.text for x in f.fixes]
+    assert any("MPI_Type_create_hindexed" in t for t in texts)
+    assert not any("romio_cb_read" in t or "_at_all" in t or "setvbuf" in t for t in texts)
+
+
+def test_random_quiet_on_the_same_bytes_again(tmp_path):
+    """partial_data_dxt: a million 1-byte reads of byte 0 follow no earlier
+    request, yet are not random: sorting them by offset changes nothing."""
+    path = posix_writes(1, {0: np.zeros(3000, np.int64)}, 1).write(tmp_path / "t")
+    assert findings(path, "AGG-RANDOM") == []
+    shifted = posix_writes(1, {0: np.tile([0, 8192], 1500)}, 1).write(tmp_path / "u")
+    assert len(findings(shifted, "AGG-RANDOM")) == 1
+
+
 def test_redundant_fire(tmp_path):
     path = posix_writes(1, {0: np.tile(np.arange(4) * MiB, 4)}, MiB).write(tmp_path / "t")
     (f,) = findings(path, "AGG-REDUNDANT")
@@ -183,6 +209,30 @@ def test_no_mpiio_fire():
     (f,) = findings(job, "AGG-NO-MPIIO")
     assert f.evidence["posix_bytes"] == 100 * MiB and f.evidence["nprocs"] == 4
     assert f.severity == "warn"
+
+
+def test_independent_mpiio_quiet_for_one_process():
+    """partial_data_dxt: one process made 1,000,000 independent reads; a
+    collective call would have no other rank to gather from."""
+    api = LayerStats(reads=5000, indep_reads=5000, bytes_read=5000)
+    job = darshan_job(nprocs=1, modules=("POSIX", "MPI-IO"),
+                      files=[file_with("/f", shared=False, nranks=1, mpiio=api)])
+    assert findings(job, "AGG-INDEP-MPIIO") == []
+    job.nprocs = 2
+    assert len(findings(job, "AGG-INDEP-MPIIO")) == 1
+
+
+def test_no_mpiio_fix_follows_the_direction():
+    """hdf5_diagonal_write_only's programs read 2.6 MB (their libraries) and
+    write 16 KB: MPI-IO reads first, never only a write."""
+    st = LayerStats(reads=100, bytes_read=100 * MiB, writes=10, bytes_written=MiB)
+    (f,) = findings(darshan_job(files=[file_with("/f", posix=st)]), "AGG-NO-MPIIO")
+    codes = [x.text for x in f.fixes if "MPI_File_open" in x.text]
+    assert "MPI_MODE_RDONLY" in codes[0] and "MPI_File_read_at_all" in codes[0]
+    assert "MPI_File_write_at_all" in codes[1]
+    st = LayerStats(reads=100, bytes_read=100 * MiB)
+    (f,) = findings(darshan_job(files=[file_with("/f", posix=st)]), "AGG-NO-MPIIO")
+    assert not any("write" in x.text for x in f.fixes if "MPI_File_open" in x.text)
 
 
 def test_no_mpiio_quiet_with_mpiio():

@@ -109,9 +109,10 @@ def test_independent_sieving_keeps_romio_ds_write():
     assert not any("romio_lustre_ds_in_coll" in t for t in texts([f]))
 
 
-def _zero_byte_trace(tmp_path, read_share):
+def _zero_byte_trace(tmp_path, read_share, own_reads=0):
     """E3SM-like from per-operation data: ten collective writes; in each the
-    two aggregators make 200 reads of 0 bytes, then write their domain."""
+    two aggregators make 200 reads of 0 bytes, then write their domain; then
+    each rank makes `own_reads` POSIX reads of 4 KiB of its own."""
     b = TraceBuilder(8).open_all()
     t = 0.01
     for c in range(10):
@@ -127,8 +128,12 @@ def _zero_byte_trace(tmp_path, read_share):
             b.op(a, "pwrite", c * 8 * MiB + k * 4 * MiB, 4 * MiB, dur=0.9 * (1 - read_share),
                  flags=fmt.FLAG_POSIX_AGGREGATOR, start=at)
         t += 1.0
-    b.t = {r: t for r in range(8)}
-    return b.close_all().write(tmp_path / f"z{read_share}", aggregators=[0, 4])
+    for r in range(8):
+        for k in range(own_reads):
+            b.op(r, "pread", (r * own_reads + k) * 4 * KiB, 4 * KiB, dur=1e-5,
+                 start=t + k * 1e-5)
+    b.t = {r: t + own_reads * 1e-5 for r in range(8)}
+    return b.close_all().write(tmp_path / f"z{read_share}-{own_reads}", aggregators=[0, 4])
 
 
 def test_zero_byte_reads_from_operations(tmp_path):
@@ -206,3 +211,59 @@ def test_library_rewrites_are_not_the_programs_redundant_writes():
     job.files[0].layers[1].bytes_written = GiB
     (f,) = [x for x in run_all(job, Thresholds()) if x.code == "AGG-REDUNDANT"]
     assert f.evidence["direction"] == "write"
+
+
+def _small_reads(source, **overrides):
+    job = load_jobs([source])[0] if isinstance(source, str) else source
+    return [f for f in run_all(job, Thresholds(overrides))
+            if f.code == "AGG-SMALL-REQ" and f.evidence["direction"] == "read"]
+
+
+@pytest.mark.parametrize("summary", [False, True])
+def test_library_reads_are_not_the_programs_small_reads(summary):
+    """E3SM's 300,000 reads of holes are the library's (AGG-RMW): not a
+    second alarm about the program's small reads, with romio_cb_read."""
+    assert len(found(e3sm_counters(summary), "AGG-RMW")) == 1
+    assert _small_reads(e3sm_counters(summary)) == []
+
+
+def test_small_reads_from_operations_leave_the_library_out(tmp_path):
+    """From operations the reads inside MPI-IO writes are left out one by
+    one: the program's own 4 KiB reads are still counted, and said apart."""
+    assert _small_reads(_zero_byte_trace(tmp_path, 0.78)) == []
+    (f,) = _small_reads(_zero_byte_trace(tmp_path, 0.78, own_reads=200))
+    ev = f.evidence
+    assert (ev["small_requests"], ev["requests"]) == (1600, 1600)
+    assert ev["library_reads_left_out"] == 4000
+    assert "4000 POSIX reads that the MPI-IO library made" in f.message
+    # its cost: the POSIX read time x the share of those 1600 among all 5600 reads
+    from aggio.findings.cost import _layer_time
+    from aggio.model import POSIX
+    job = load_jobs([_zero_byte_trace(tmp_path, 0.78, own_reads=200)])[0]
+    assert f.cost["seconds"] == pytest.approx(_layer_time(job, POSIX, "read") * 1600 / 5600,
+                                              rel=1e-3)
+
+
+def test_real_log_library_reads_are_no_small_read_finding():
+    """PyDarshan's MACSio log: the 6 POSIX reads of macsio_hdf5_000.h5 are
+    beneath MPI-IO writes (the program read nothing through MPI-IO); with
+    every threshold at 0 they were "3 of 6 POSIX reads are smaller than
+    1 MiB" and a romio_cb_read fix for reads the program never made."""
+    darshan = pytest.importorskip("darshan")
+    import glob
+    import os
+    logs = glob.glob(os.path.join(os.path.dirname(darshan.__file__), "examples",
+                                  "example_logs", "shane_macsio_*.darshan"))
+    if not logs:
+        pytest.skip("PyDarshan without its example logs")
+    assert len(found(logs[0], "AGG-RMW")) == 1
+    assert _small_reads(logs[0], small_request_min=0, small_request_fraction=0) == []
+
+
+@pytest.mark.parametrize("summary", [False, True])
+def test_library_reads_are_not_the_programs_random_reads(summary):
+    """Darshan counts none of the 300,000 hole reads as sequential: they are
+    still the library's, not 'Random read access' of the program."""
+    job = e3sm_counters(summary)
+    assert [f for f in run_all(job, Thresholds()) if f.code == "AGG-RANDOM"
+            and f.evidence["direction"] == "read"] == []

@@ -52,9 +52,18 @@ def _share(ev, part, whole):
     return ev[part] / ev[whole] if ev.get(whole) else 0.0
 
 
+def _of_all_requests(ev, part):
+    """part's share of every POSIX request of the direction: the layer's
+    time also holds the requests the finding left out (the library's
+    read-modify-write reads, the same bytes again)."""
+    left_out = ev.get("library_reads_left_out", 0) + ev.get("one_span_requests_left_out", 0)
+    whole = ev.get("requests", 0) + left_out
+    return ev[part] / whole if whole else 0.0
+
+
 def _small(job, f):
     return _layer_time(job, POSIX, f.evidence["direction"]) * \
-        _share(f.evidence, "small_requests", "requests"), \
+        _of_all_requests(f.evidence, "small_requests"), \
         f"POSIX {f.evidence['direction']} time x the share of small requests"
 
 
@@ -66,7 +75,7 @@ def _misaligned(job, f):
 
 def _random(job, f):
     return _layer_time(job, POSIX, f.evidence["direction"]) * \
-        _share(f.evidence, "random_requests", "requests"), \
+        _of_all_requests(f.evidence, "random_requests"), \
         "POSIX time x the share of non-sequential requests"
 
 

@@ -11,6 +11,8 @@ DIRECTIONS = ("read", "write")
 @check("AGG-INDEP-MPIIO", "Independent MPI-IO where collective calls would help")
 def independent_mpiio(job: Job, th) -> list[Finding]:
     out = []
+    if job.nprocs == 1:
+        return out   # one process: a collective call has no other rank to gather from
     total = job.layer_total(MPIIO)
     for d in DIRECTIONS:
         indep = getattr(total, f"indep_{d}s")
@@ -68,13 +70,26 @@ def no_mpiio(job: Job, th) -> list[Finding]:
     msg = (f"{fmt_bytes(nbytes)} moved through POSIX/STDIO by {job.nprocs} process(es) "
            "without MPI-IO" + (f"; {len(shared)} files are shared by several ranks"
                                if shared else ""))
-    fixes = [Fix("code", "MPI_File_open(comm, path, MPI_MODE_CREATE | MPI_MODE_WRONLY, info, &fh);\n"
-                         "MPI_File_write_at_all(fh, offset, buf, count, MPI_BYTE, MPI_STATUS_IGNORE);"),
-             Fix("code", "H5Pset_fapl_mpio(fapl, comm, info);   /* HDF5: the MPI-IO driver */\n"
-                         "H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE);",
-                 needs=frozenset({"hdf5"}))]
+    fixes = _mpiio_open_fixes(posix.bytes_read + stdio.bytes_read,
+                              posix.bytes_written + stdio.bytes_written)
+    fixes.append(Fix("code", "H5Pset_fapl_mpio(fapl, comm, info);   /* HDF5: the MPI-IO driver */\n"
+                             "H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE);",
+                     needs=frozenset({"hdf5"})))
     severity = "warn" if parallel and shared else "info"
     return [Finding("AGG-NO-MPIIO", severity, "No MPI-IO", msg, evidence, fixes)]
+
+
+_OPEN = {"read": ("MPI_MODE_RDONLY", "MPI_File_read_at_all"),
+         "write": ("MPI_MODE_CREATE | MPI_MODE_WRONLY", "MPI_File_write_at_all")}
+
+
+def _mpiio_open_fixes(read_bytes: int, written_bytes: int) -> list[Fix]:
+    """The MPI-IO calls for the directions the program moved bytes in, the
+    larger first: a job that mostly reads is not told how to write."""
+    moved = sorted(((read_bytes, "read"), (written_bytes, "write")), reverse=True)
+    return [Fix("code", f"MPI_File_open(comm, path, {_OPEN[d][0]}, info, &fh);\n"
+                        f"{_OPEN[d][1]}(fh, offset, buf, count, MPI_BYTE, MPI_STATUS_IGNORE);")
+            for n, d in moved if n]
 
 
 @check("AGG-BLOCKING", "Blocking I/O where computation could overlap it")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import crosslayer as xl
-from ..model import MPIIO, POSIX, READ, WRITE, Job
+from ..model import MPIIO, POSIX, READ, STDIO, WRITE, Job
 from .base import Finding, Fix, check, fmt_bytes, hint_fixes, pct, top
 
 DIRECTIONS = (("read", "reads"), ("write", "writes"))
@@ -25,36 +25,76 @@ def small_requests(job: Job, th) -> list[Finding]:
     out = []
     limit = int(th["small_request_bytes"])
     for direction, plural in DIRECTIONS:
-        total, small, at_most, per_file = 0, 0, 0, {}
+        total, small, at_most, left_out, per_file = 0, 0, 0, 0, {}
         for index, f in enumerate(job.files):
             st = f.layers.get(POSIX)
             if st is None:
                 continue
-            n, most = small_count(job, index, st, direction, limit)
-            total += getattr(st, plural)
-            small, at_most = small + n, at_most + most
+            library = library_reads(job, index) if direction == "read" else 0
+            n, most = small_count(job, index, st, direction, limit, library)
+            total += getattr(st, plural) - library
+            small, at_most, left_out = small + n, at_most + most, left_out + library
             if n:
                 per_file[f.path] = n
         if small and small / max(total, 1) > th["small_request_fraction"] \
                 and small > th["small_request_min"]:
             out.append(_small_finding(job, direction, small, total, per_file, limit))
             out[-1].evidence["small_requests_at_most"] = at_most
+            _say_left_out(out[-1], left_out)
     return out
 
 
-def small_count(job: Job, index: int, st, direction: str, limit: int) -> tuple[int, int]:
-    """(at least, at most) POSIX requests of one file below `limit` bytes:
-    exact from operations when the log has all of them (a DXT module that is
-    not partial, or an aggio trace), else from the size bins split by the
+def library_reads(job: Job, index: int) -> int:
+    """How many of a file's POSIX reads are the MPI-IO library's
+    read-modify-write beneath the program's writes (what AGG-RMW costs),
+    not requests the program made: the reads inside MPI-IO writes where
+    operations show them, else all of them when the program read nothing
+    through MPI-IO.  ROMIO's two-phase reads each hole of a collective
+    write, often 0 bytes; counted here they would make a small-read alarm
+    of the library's own work and double AGG-RMW's."""
+    pr = xl.posix_reads(job, index)
+    if pr is None or not pr.read_modify_write:
+        return 0
+    return pr.inside_writes if pr.inside_writes >= 0 else pr.posix_reads
+
+
+def _say_left_out(finding: Finding, left_out: int) -> None:
+    finding.evidence["library_reads_left_out"] = left_out
+    finding.message += _left_out_words(left_out)
+
+
+def _left_out_words(left_out: int) -> str:
+    return (f" ({left_out} POSIX reads that the MPI-IO library made beneath MPI-IO "
+            "writes are left out: see AGG-RMW)") if left_out else ""
+
+
+def small_count(job: Job, index: int, st, direction: str, limit: int,
+                library: int = 0) -> tuple[int, int]:
+    """(at least, at most) POSIX requests of one file below `limit` bytes,
+    `library` of its requests (library_reads) left out: exact from
+    operations when the log has all of them (a DXT module that is not
+    partial, or an aggio trace), else from the size bins split by the
     most-common-size counters (LayerStats.small_range)."""
     if job.ops_complete(POSIX):
         kind = READ if direction == "read" else WRITE
         ops = job.ops
         sel = (ops["file"] == index) & (ops["layer"] == POSIX) & (ops["kind"] == kind)
         if sel.any() and int(sel.sum()) == getattr(st, direction + "s"):
-            n = int((ops["length"][sel] < limit).sum())
+            mine = ops[sel]
+            if library:
+                mine = mine[~_inside_mpiio_writes(job, index, mine)]
+            n = int((mine["length"] < limit).sum())
             return n, n
-    return st.small_range(direction, limit)
+    least, most = st.small_range(direction, limit)
+    # the bins do not say which requests were the library's: any could be small
+    return max(least - library, 0), max(min(most, getattr(st, direction + "s") - library), 0)
+
+
+def _inside_mpiio_writes(job: Job, index: int, posix: np.ndarray) -> np.ndarray:
+    """Which of these POSIX operations ran inside an MPI-IO write of the same
+    rank (as crosslayer.posix_reads finds them)."""
+    api = xl.file_ops(job, index, MPIIO)
+    return xl.containing(api[api["kind"] == WRITE], posix) >= 0
 
 
 def _small_finding(job, direction, small, total, per_file, limit):
@@ -66,16 +106,33 @@ def _small_finding(job, direction, small, total, per_file, limit):
     msg = (f"{small} of {total} POSIX {direction}s ({pct(small, total)}%) are smaller "
            f"than {fmt_bytes(limit)}" + (f"; {len(shared)} of these files are shared "
                                           "by several ranks" if shared else ""))
+    fixes = _gathering_fixes(job, direction)
+    fixes.append(transfer_size_fix(job, 1 << 20, "at least 1 MiB"))
+    if any(STDIO in f.layers for f in job.files if f.path in per_file):
+        # only where the small requests are a STDIO stream's (not the job's stdout)
+        fixes.append(Fix("code", "setvbuf(fp, NULL, _IOFBF, 4 << 20);  /* STDIO: large buffers */",
+                         needs=frozenset({"stdio"})))
+    return Finding("AGG-SMALL-REQ", "high", f"Small {direction} requests", msg, evidence,
+                   fixes)
+
+
+def _gathering_fixes(job, direction) -> list[Fix]:
+    """Small requests gathered into large ones: by collective buffering
+    across ranks, or, for one process (which collective buffering has no
+    other rank to gather from), by one call that carries them all."""
+    if job.nprocs == 1:
+        return [Fix("code", f"/* one call for many small {direction}s: an indexed filetype of "
+                    "their offsets and lengths */\n"
+                    "MPI_Type_create_hindexed(n, lengths, offsets, MPI_BYTE, &ft);\n"
+                    "MPI_File_set_view(fh, 0, MPI_BYTE, ft, \"native\", info);\n"
+                    f"MPI_File_{direction}(fh, buf, total, MPI_BYTE, MPI_STATUS_IGNORE);",
+                    needs=frozenset({"mpiio"}))]
     key = "romio_cb_write" if direction == "write" else "romio_cb_read"
     fixes = hint_fixes({key: "enable", "cb_buffer_size": 16777216})
     fixes.append(Fix("code", f"/* one collective call per rank instead of many small {direction}s */\n"
                      f"MPI_File_{direction}_at_all(fh, offset, buf, count, filetype, MPI_STATUS_IGNORE);",
                      needs=frozenset({"independent"})))
-    fixes.append(transfer_size_fix(job, 1 << 20, "at least 1 MiB"))
-    fixes.append(Fix("code", "setvbuf(fp, NULL, _IOFBF, 4 << 20);  /* STDIO: large buffers */",
-                     needs=frozenset({"stdio"})))
-    return Finding("AGG-SMALL-REQ", "high", f"Small {direction} requests", msg, evidence,
-                   fixes)
+    return fixes
 
 
 @check("AGG-MISALIGNED", "Requests not aligned to the file-system block or stripe")
@@ -120,10 +177,16 @@ def random_access(job: Job, th) -> list[Finding]:
     for direction, plural in DIRECTIONS:
         n = getattr(total, plural)
         seq = total.seq_reads if direction == "read" else total.seq_writes
-        rnd = n - seq
-        if n and rnd / n > th["random_fraction"] and rnd > th["random_min"]:
+        library = _all_library_reads(job) if direction == "read" else 0
+        again, again_out_of_order = _one_span_requests(job, direction)
+        # which of the library's reads were out of order the counters do not
+        # say: the program's certainly random ones are what is left if all were
+        n = n - library - again
+        rnd = max(getattr(total, plural) - seq - library - again_out_of_order, 0)
+        if n > 0 and rnd / n > th["random_fraction"] and rnd > th["random_min"]:
             evidence = {"direction": direction, "random_requests": rnd, "requests": n,
-                        "percent": pct(rnd, n)}
+                        "percent": pct(rnd, n), "library_reads_left_out": library,
+                        "one_span_requests_left_out": again}
             key = "romio_ds_read" if direction == "read" else "romio_cb_write"
             fixes = hint_fixes({key: "enable"})
             fixes.append(Fix("code", f"/* sort each rank's {direction}s by offset and issue them as one\n"
@@ -136,8 +199,34 @@ def random_access(job: Job, th) -> list[Finding]:
                              needs=frozenset({"posix-only"})))
             out.append(Finding("AGG-RANDOM", "warn", f"Random {direction} access",
                                f"{rnd} of {n} POSIX {direction}s ({pct(rnd, n)}%) do not "
-                               "follow the previous request of their rank", evidence, fixes))
+                               "follow the previous request of their rank"
+                               + _left_out_words(library), evidence, fixes))
     return out
+
+
+def _one_span_requests(job: Job, direction: str) -> tuple[int, int]:
+    """(requests, of them not sequential) on files where every request of
+    the direction starts within one mean request of byte 0: the same bytes
+    again and again (partial_data_dxt reads byte 0 a million times), which
+    no sorting by offset changes; AGG-REDUNDANT's matter, not random access."""
+    count = out_of_order = 0
+    for f in job.files:
+        st = f.layers.get(POSIX)
+        if st is None:
+            continue
+        n = getattr(st, direction + "s")
+        top = st.max_byte_read if direction == "read" else st.max_byte_written
+        moved = st.bytes_read if direction == "read" else st.bytes_written
+        if n > 1 and top >= 0 and (top + 1) * n <= moved:
+            seq = st.seq_reads if direction == "read" else st.seq_writes
+            count, out_of_order = count + n, out_of_order + n - seq
+    return count, out_of_order
+
+
+def _all_library_reads(job: Job) -> int:
+    """The job's POSIX reads that are the MPI-IO library's (library_reads)."""
+    return sum(library_reads(job, index) for index, f in enumerate(job.files)
+               if POSIX in f.layers)
 
 
 @check("AGG-REDUNDANT", "The same bytes are read or written more than once")
