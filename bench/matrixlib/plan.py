@@ -99,6 +99,8 @@ PATTERNS = (
             "IO-500 ior-hard: one 47008-byte record per collective call per rank"),
     Pattern("segmented-1m", "segmented", True, True, False, MIB,
             "the HPE seed's case: one 1 MiB block per collective call per rank"),
+    Pattern("segmented-64m", "segmented", True, True, False, 64 * MIB,
+            "the HPE seed's large-transfer case: one 64 MiB block per collective call per rank"),
     Pattern("segmented", "segmented", False, True, False, 0,
             "IOR's segmented layout with 1 MiB transfers, 4 segments"),
     Pattern("strided-batched", "strided", False, False, False, 0,

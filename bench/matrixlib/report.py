@@ -84,7 +84,7 @@ def header(info, results):
          f"- **Machine**: {machine()}",
          f"- **File system**: {fs} (`{info['dir']}`)"]
     L += [f"- **{flavor}**: {lib}" for flavor, lib in libs.items()]
-    L += [f"- **Ranks**: {ranks_text(info['ranks'])} for ior-hard and segmented-1m; "
+    L += [f"- **Ranks**: {ranks_text(info['ranks'])} for ior-hard, segmented-1m and segmented-64m; "
           f"{ranks_text(info['base_ranks'])} for the other patterns and the 4 KiB calls",
           f"- **Size**: about {info['bytes'] / plan.MIB:.0f} MiB per run where the pattern is "
           f"not fixed by its segment count; {info['reps']} repetition(s)",
