@@ -3,7 +3,7 @@
  * through PnetCDF, for comparing the MPI library's own MPI-IO with aggio
  * under an unmodified PnetCDF (bench/clients/compare runs it both ways).
  *
- *   pnetcdf_bench -p ior-hard|segmented|btio|btio-nb -o FILE [options]
+ *   pnetcdf_bench -p ior-hard|segmented|btio|btio-nb|records|records-nb -o FILE [options]
  *
  *   ior-hard   IOR -a NCMPI -c -t 47008 -b 47008 -s S, as IOR's NCMPI back
  *              end does it: one byte variable [S x ranks][B/T][T] and one
@@ -16,6 +16,16 @@
  *   btio-nb    the same with one ncmpi_iput_vara per z-plane of the block and
  *              step and one ncmpi_wait_all for all steps (the way PnetCDF's
  *              BTIO benchmark posts its cells)
+ *   records    RECORD_VARS double variables [time][ranks x B/8] on the
+ *              unlimited dimension, as climate and ocean models write their
+ *              fields: netCDF stores step t of every record variable in turn
+ *              (record t = v0[t], v1[t], ...), so each variable's data
+ *              interleaves with the others'; per step one put_vara_all of
+ *              the rank's B bytes per variable (-b B, default 256 KiB; -n
+ *              steps, default 4)
+ *   records-nb the same with one ncmpi_iput_vara per variable and one
+ *              ncmpi_wait_all per step (PnetCDF merges them into one
+ *              MPI-IO call whose view spans the record)
  *
  * options: -s segments (ior-hard 64, segmented 4), -t transfer, -b block,
  *          -g NX,NY,NZ (btio, default 64,64,64), -n steps (btio, 4),
@@ -196,6 +206,79 @@ static int btio_phase(struct ctx *c, int nc, int writing, long long *bytes, long
   return err ? -1 : 0;
 }
 
+/* ---- record variables -------------------------------------------------------- */
+
+#define RECORD_VARS 4
+
+static double record_value(int v, long long t, long long i) {
+  return value_at((t * RECORD_VARS + v) * 1000003LL + i);
+}
+
+static int records_define(struct ctx *c, int nc, int writing, int var[RECORD_VARS]) {
+  int dim[2], err = 0;
+  char name[16];
+  if (writing) {
+    err = ncmpi_def_dim(nc, "time", NC_UNLIMITED, &dim[0]);
+    if (!err)
+      err = ncmpi_def_dim(nc, "points", (MPI_Offset)c->nranks * (c->o.block / 8), &dim[1]);
+  }
+  for (int v = 0; !err && v < RECORD_VARS; v++) {
+    snprintf(name, sizeof name, "field%d", v);
+    err = writing ? ncmpi_def_var(nc, name, NC_DOUBLE, 2, dim, &var[v]) : ncmpi_inq_varid(nc, name, &var[v]);
+  }
+  if (!err && writing)
+    err = ncmpi_enddef(nc);
+  return err;
+}
+
+/* One step: every variable's slab of the rank, blocking or posted. */
+static int records_step(struct ctx *c, int nc, const int var[RECORD_VARS], long long t,
+                        double *buf, int writing, long long *errors) {
+  MPI_Offset n = c->o.block / 8, start[2] = {t, c->rank * n}, count[2] = {1, n};
+  int nb = !strcmp(c->o.pattern, "records-nb"), req[RECORD_VARS], st[RECORD_VARS], err = 0;
+  for (int v = 0; v < RECORD_VARS; v++)
+    for (MPI_Offset i = 0; writing && i < n; i++)
+      buf[v * n + i] = record_value(v, t, c->rank * n + i);
+  for (int v = 0; !err && v < RECORD_VARS; v++) {
+    double *b = buf + v * n;
+    if (nb)
+      err = writing ? ncmpi_iput_vara(nc, var[v], start, count, b, n, MPI_DOUBLE, &req[v])
+                    : ncmpi_iget_vara(nc, var[v], start, count, b, n, MPI_DOUBLE, &req[v]);
+    else if (c->o.independent)
+      err = writing ? ncmpi_put_vara(nc, var[v], start, count, b, n, MPI_DOUBLE)
+                    : ncmpi_get_vara(nc, var[v], start, count, b, n, MPI_DOUBLE);
+    else
+      err = writing ? ncmpi_put_vara_all(nc, var[v], start, count, b, n, MPI_DOUBLE)
+                    : ncmpi_get_vara_all(nc, var[v], start, count, b, n, MPI_DOUBLE);
+  }
+  if (nb && !err)
+    err = c->o.independent ? ncmpi_wait(nc, RECORD_VARS, req, st) : ncmpi_wait_all(nc, RECORD_VARS, req, st);
+  for (int v = 0; nb && !err && v < RECORD_VARS; v++)
+    err = st[v];
+  for (int v = 0; !err && !writing && v < RECORD_VARS; v++)
+    for (MPI_Offset i = 0; i < n; i++)
+      *errors += buf[v * n + i] != record_value(v, t, c->rank * n + i);
+  return err;
+}
+
+static int records_phase(struct ctx *c, int nc, int writing, long long *bytes, long long *errors) {
+  int var[RECORD_VARS], err = records_define(c, nc, writing, var);
+  if (!err && c->o.independent)
+    err = ncmpi_begin_indep_data(nc);
+  double *buf = malloc((size_t)c->o.block * RECORD_VARS);
+  if (!buf)
+    err = NC_ENOMEM;
+  for (long long t = 0; !err && t < c->o.steps; t++)
+    err = records_step(c, nc, var, t, buf, writing, errors);
+  if (!err && c->o.independent)
+    err = ncmpi_end_indep_data(nc);
+  free(buf);
+  *bytes = c->o.block * RECORD_VARS * (long long)c->o.steps;
+  if (err && c->rank == 0)
+    fprintf(stderr, "pnetcdf_bench: %s\n", ncmpi_strerror(err));
+  return err ? -1 : 0;
+}
+
 /* ---- driver --------------------------------------------------------------- */
 
 static int phase(struct ctx *c, int writing, int rep) {
@@ -207,8 +290,12 @@ static int phase(struct ctx *c, int writing, int rep) {
                 : ncmpi_open(c->comm, c->o.path, NC_NOWRITE, MPI_INFO_NULL, &nc);
   int rc = err ? -1 : 0;
   if (rc == 0) {
-    rc = strncmp(c->o.pattern, "btio", 4) ? ior_phase(c, nc, writing, &bytes, &errors)
-                                          : btio_phase(c, nc, writing, &bytes, &errors);
+    if (!strncmp(c->o.pattern, "btio", 4))
+      rc = btio_phase(c, nc, writing, &bytes, &errors);
+    else if (!strncmp(c->o.pattern, "records", 7))
+      rc = records_phase(c, nc, writing, &bytes, &errors);
+    else
+      rc = ior_phase(c, nc, writing, &bytes, &errors);
     /* -e: ncmpi_sync ends in MPI_File_sync (durable, as IOR -e times it) */
     if (writing && c->o.fsync && ncmpi_sync(nc))
       rc = -1;
@@ -226,6 +313,11 @@ static int parse(int argc, char **argv, struct opts *o) {
     return (o->transfer < 1 || o->block % o->transfer || o->segments < 1) ? -1 : 0;
   if (!strcmp(o->pattern, "btio") || !strcmp(o->pattern, "btio-nb"))
     return bench_btio_ok(o) ? 0 : -1;
+  if (!strcmp(o->pattern, "records") || !strcmp(o->pattern, "records-nb")) {
+    if (!o->block)
+      o->block = 256 << 10;
+    return (o->block % 8 || o->block < 8 || o->steps < 1) ? -1 : 0;
+  }
   return -1;
 }
 
@@ -236,7 +328,7 @@ int main(int argc, char **argv) {
   MPI_Comm_size(c.comm, &c.nranks);
   if (parse(argc, argv, &c.o)) {
     if (c.rank == 0)
-      fprintf(stderr, "usage: pnetcdf_bench -p ior-hard|segmented|btio|btio-nb -o FILE [-s S] "
+      fprintf(stderr, "usage: pnetcdf_bench -p ior-hard|segmented|btio|btio-nb|records|records-nb -o FILE [-s S] "
                       "[-t T] [-b B] [-g NX,NY,NZ] [-n steps] [-i reps] [-I] [-W] [-e] [--warm]\n");
     MPI_Finalize();
     return 2;
