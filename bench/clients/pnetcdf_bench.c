@@ -58,6 +58,15 @@ struct ctx {
 static unsigned char byte_at(long long off) { return (unsigned char)((off * 131 + (off >> 12)) & 0xff); }
 static double value_at(long long e) { return (double)(e * 2654435761LL % 1000003) + 0.5; }
 
+/* The end of a phase: independent data mode left, a failure said once. */
+static int phase_done(const struct ctx *c, int nc, int err) {
+  if (!err && c->o.independent)
+    err = ncmpi_end_indep_data(nc);
+  if (err && c->rank == 0)
+    fprintf(stderr, "pnetcdf_bench: %s\n", ncmpi_strerror(err));
+  return err ? -1 : 0;
+}
+
 /* ---- IOR's NCMPI back end ------------------------------------------------- */
 
 static int ior_phase(struct ctx *c, int nc, int writing, long long *bytes, long long *errors) {
@@ -96,13 +105,9 @@ static int ior_phase(struct ctx *c, int nc, int writing, long long *bytes, long 
           *errors += buf[i] != byte_at(off + i);
       }
     }
-  if (!err && c->o.independent)
-    err = ncmpi_end_indep_data(nc);
   free(buf);
   *bytes = c->o.segments * c->o.block;
-  if (err && c->rank == 0)
-    fprintf(stderr, "pnetcdf_bench: %s\n", ncmpi_strerror(err));
-  return err ? -1 : 0;
+  return phase_done(c, nc, err);
 }
 
 /* ---- BTIO ----------------------------------------------------------------- */
@@ -195,15 +200,11 @@ static int btio_phase(struct ctx *c, int nc, int writing, long long *bytes, long
     for (int t = 0; !err && !writing && t < c->o.steps; t++)
       btio_values(c, bs, bc, t, buf + (size_t)t * (size_t)n, 0, errors);
   }
-  if (!err && c->o.independent)
-    err = ncmpi_end_indep_data(nc);
   free(st);
   free(req);
   free(buf);
   *bytes = n * 8 * c->o.steps;
-  if (err && c->rank == 0)
-    fprintf(stderr, "pnetcdf_bench: %s\n", ncmpi_strerror(err));
-  return err ? -1 : 0;
+  return phase_done(c, nc, err);
 }
 
 /* ---- record variables -------------------------------------------------------- */
@@ -270,13 +271,9 @@ static int records_phase(struct ctx *c, int nc, int writing, long long *bytes, l
     err = NC_ENOMEM;
   for (long long t = 0; !err && t < c->o.steps; t++)
     err = records_step(c, nc, var, t, buf, writing, errors);
-  if (!err && c->o.independent)
-    err = ncmpi_end_indep_data(nc);
   free(buf);
   *bytes = c->o.block * RECORD_VARS * (long long)c->o.steps;
-  if (err && c->rank == 0)
-    fprintf(stderr, "pnetcdf_bench: %s\n", ncmpi_strerror(err));
-  return err ? -1 : 0;
+  return phase_done(c, nc, err);
 }
 
 /* ---- driver --------------------------------------------------------------- */
