@@ -12,9 +12,6 @@
  *              one collective H5Dwrite (IO-500's ior-hard shape)
  *   segmented  the same code with -t T -b B (default 1 MiB in 4 MiB blocks):
  *              B/T transfers per rank and segment
- *   -F         (ior-hard, segmented) file per process, as IOR -F: each rank
- *              writes FILE.<rank, 8 digits> through HDF5 on MPI_COMM_SELF, the
- *              same datasets with one rank's share (HPE's baseline)
  *   btio       a grid NX x NY x NZ of 5 doubles in 3-D blocks over the
  *              ranks (MPI_Dims_create), one dataset [steps][z][y][x][5],
  *              one collective H5Dwrite of the rank's block per step
@@ -23,6 +20,9 @@
  *          -g NX,NY,NZ (btio, default 64,64,64), -n steps (btio, 4),
  *          -i repetitions (1), -I (independent transfers), -W (write only),
  *          -e (flush to storage before closing, timed: IOR's -e),
+ *          -F (ior-hard, segmented: file per process, as IOR -F: each rank
+ *          writes FILE.<rank, 8 digits> through HDF5 on MPI_COMM_SELF, the
+ *          same datasets holding one rank's share; HPE's baseline),
  *          --warm (read what the page cache holds; default: the page cache,
  *          or the file's pages, is dropped before the read phase, untimed)
  *

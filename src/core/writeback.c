@@ -43,13 +43,20 @@ static int64_t smallest(aggio_file fh) {
   return __atomic_load_n(&fh->early_wb_min, __ATOMIC_RELAXED);
 }
 
+/* The smallest write aggio_early_writeback starts early; -1 none (disable,
+ * or a back end without a page cache). */
+static int64_t smallest_wanted(aggio_file fh) {
+  if (!fh->st.ops->start_writeback)
+    return -1;
+  if (fh->hints.early_writeback.num == AGGIO_ENABLE)
+    return 1;
+  if (fh->hints.early_writeback.num == AGGIO_AUTOMATIC)
+    return AGGIO_EARLY_WRITEBACK_MIN;
+  return -1;
+}
+
 void aggio__writeback_configure(aggio_file fh) {
-  int64_t min = -1; /* disable, or a back end without a page cache */
-  if (fh->st.ops->start_writeback && fh->hints.early_writeback.num == AGGIO_ENABLE)
-    min = 1;
-  else if (fh->st.ops->start_writeback && fh->hints.early_writeback.num == AGGIO_AUTOMATIC)
-    min = AGGIO_EARLY_WRITEBACK_MIN;
-  __atomic_store_n(&fh->early_wb_min, min, __ATOMIC_RELAXED);
+  __atomic_store_n(&fh->early_wb_min, smallest_wanted(fh), __ATOMIC_RELAXED);
 }
 
 /* Takes the range gathered so far, or says the job is done (under the lock,
@@ -81,8 +88,8 @@ static void run(struct aggio__job *job, struct aggio__err *e) {
 }
 
 /* The file's state, made at its first large buffered write; NULL without
- * memory (then nothing starts early).  Made under the files' lock: two
- * threads may write the file at once. */
+ * memory (then nothing starts early).  Two threads may write the file at
+ * once: the first to install its copy wins, the other frees its own. */
 static struct aggio__writeback *state(aggio_file fh) {
   struct aggio__writeback *w = __atomic_load_n(&fh->early_wb, __ATOMIC_ACQUIRE);
   if (w)
