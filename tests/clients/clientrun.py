@@ -310,13 +310,36 @@ def mpi4py_test_dir(build):
 SUMMARY = re.compile(r"^Ran (\d+) tests? in .*?\n\n(OK|FAILED)(?: \((.*)\))?$", re.M)
 
 
-def unittest_summary(text, label):
-    """(tests run, outcome, details) of the unittest summaries in a run's
-    output: one per rank, and they must agree."""
-    found = {(int(m.group(1)), m.group(2), m.group(3) or "") for m in SUMMARY.finditer(text)}
+# Each rank's stderr (where unittest writes) goes to its own file: through
+# one pipe, two ranks' summaries can interleave within a line ("Ran 28 tests
+# in 2.1sRan 28 tests in 2.2s") and no summary would parse.
+PER_RANK_STDERR = ('exec "$0" "$@" 2> "$CLIENT_STDERR.${OMPI_COMM_WORLD_RANK:-$PMI_RANK}"')
+
+
+def rank_stderrs(prefix, np):
+    """Each rank's stderr as written by PER_RANK_STDERR."""
+    texts = []
+    for r in range(np):
+        try:
+            with open("%s.%d" % (prefix, r), errors="replace") as f:
+                texts.append(f.read())
+        except FileNotFoundError:
+            texts.append("")
+    return texts
+
+
+def unittest_summary(texts, label):
+    """(tests run, outcome, details) of the unittest summaries in the ranks'
+    outputs: exactly one per rank, and they must agree."""
+    found = set()
+    for r, text in enumerate(texts):
+        mine = [(int(m.group(1)), m.group(2), m.group(3) or "") for m in SUMMARY.finditer(text)]
+        if len(mine) != 1:
+            raise Failure("%s: rank %d printed %d unittest summaries, expected one:\n%s"
+                          % (label, r, len(mine), text[-4000:]))
+        found.add(mine[0])
     if len(found) != 1:
-        raise Failure("%s: expected one unittest summary shared by all ranks, found %s:\n%s"
-                      % (label, sorted(found) or "none", text[-4000:]))
+        raise Failure("%s: the ranks' unittest summaries differ: %s" % (label, sorted(found)))
     return found.pop()
 
 
@@ -326,16 +349,20 @@ def cmd_mpi4py(args):
     for test, moves_data in MPI4PY_TESTS:
         label = "mpi4py %s %s" % (version, test)
         d = fresh_dir(os.path.join(args.dir, "mpi4py-" + test[:-3]))
-        env = {"TMPDIR": d}  # where tempfile puts the tests' files
         results = {}
         for aggio in (False, True):
-            rc, out, err = launch(args, [SYSTEM_PYTHON, test], aggio, extra_env=env, cwd=tests,
-                                  label=label + (" aggio" if aggio else " native"))
-            summary = unittest_summary(out + err, label)
-            print("   %s: %s" % ("aggio" if aggio else "native", summary))
+            how = "aggio" if aggio else "native"
+            errs = os.path.join(d, "stderr-" + how)
+            env = {"TMPDIR": d, "CLIENT_STDERR": errs}  # TMPDIR: where tempfile puts the tests' files
+            rc, out, err = launch(args, ["/bin/sh", "-c", PER_RANK_STDERR, SYSTEM_PYTHON, test],
+                                  aggio, extra_env=env, cwd=tests, label=label + " " + how)
+            texts = rank_stderrs(errs, args.np)
+            summary = unittest_summary(texts, label + " " + how)
+            print("   %s: %s" % (how, summary))
             if rc != 0 or summary[1] != "OK":
-                raise Failure("%s %s: failed (status %d):\n%s\n%s" % (
-                    label, "through aggio" if aggio else "natively", rc, out[-4000:], err[-6000:]))
+                raise Failure("%s %s: failed (status %d):\n%s\n%s\n%s" % (
+                    label, "through aggio" if aggio else "natively", rc, out[-4000:], err[-2000:],
+                    "\n".join(t[-3000:] for t in texts)))
             if aggio:
                 require_aggio(out, label + " aggio", None, int(moves_data), int(moves_data),
                               collective=moves_data)
