@@ -15,6 +15,18 @@ def positive_int(text: str) -> int:
     return value
 
 
+def parse_size(text: str) -> int:
+    """A byte count, with an optional k, m or g suffix (powers of 1024)."""
+    mult = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}.get(text[-1:].lower(), 1)
+    try:
+        value = int(text[:-1] if mult > 1 else text) * mult
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size (e.g. 256m)") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is negative")
+    return value
+
+
 def positive_float(text: str) -> float:
     try:
         value = float(text)

@@ -1,17 +1,20 @@
 """aggio: I/O reports and findings with fixes from aggio traces and Darshan
-logs, and replays of a log's access pattern through aggio-bench."""
+logs, replays of a log's access pattern through aggio-bench, and the
+conversion of subfiled files."""
 from __future__ import annotations
 
 import argparse
 import sys
 
-from . import __version__, advise, replay, report, tune
+from . import __version__, advise, replay, report, subfile, tune
 
 # Each subcommand is a module with setup_parser(parser) and main(argv).
-SUBCOMMANDS = {"report": report, "advise": advise, "replay": replay, "tune": tune}
+SUBCOMMANDS = {"report": report, "advise": advise, "replay": replay, "tune": tune,
+               "subfile": subfile}
 
 DESCRIPTION = ("I/O reports and findings with fixes from aggio traces and Darshan logs, "
-               "and replays of a log's access pattern through aggio-bench.")
+               "replays of a log's access pattern through aggio-bench, and subfiled files "
+               "shown, joined into one file or split.")
 EPILOG = ("Run `aggio COMMAND --help` for a command's options.  Exit status: 0 when the "
           "inputs were read, 1 when an input cannot be read (or a run failed), 2 for bad "
           "arguments.")

@@ -16,7 +16,7 @@ import sys
 from dataclasses import asdict, dataclass, field
 
 from . import benchrun
-from .argtypes import positive_float, positive_int
+from .argtypes import parse_size, positive_float, positive_int
 from .findings.base import fmt_bytes
 from .model import LAYER_NAMES, MPIIO
 from .pattern import Pattern, PatternError, detect
@@ -189,17 +189,6 @@ def add_replay_arguments(parser) -> None:
                         "$AGGIO_BENCH, PATH, or this source tree's build)")
     parser.add_argument("--mpiexec", metavar="CMD", help="launcher (default: the one that "
                         "matches aggio-bench's MPI library)")
-
-
-def parse_size(text: str) -> int:
-    mult = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}.get(text[-1:].lower(), 1)
-    try:
-        value = int(text[:-1] if mult > 1 else text) * mult
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a size (e.g. 256m)") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is negative")
-    return value
 
 
 def from_args(args) -> Replay:
