@@ -27,6 +27,7 @@
 #include "registry.h"
 #include "request.h"
 #include "shared_fp.h"
+#include "subfiling.h"
 
 /* ---- access modes --------------------------------------------------------- */
 
@@ -304,7 +305,7 @@ static int choose_storage(aggio_file fh, struct aggio__err *e) {
   store_hints(fh);
   if (fh->st.ops) {
     aggio__writeback_configure(fh);
-    return 0;
+    return aggio__subfiling_choose(fh, e);
   }
   fh->st.ops = aggio__storage_default(); /* release() calls it on no state */
   return aggio__fail(e, AGGIO_ERR_UNSUPPORTED,
@@ -352,8 +353,8 @@ int aggio_file_open(MPI_Comm comm, const char *filename, int amode,
   }
   aggio__hints_gather(&fh->hints, info, fh->path, fh->rank, 1);
   if (aggio__hints_check_same(fh->comm, &fh->hints, fh->rank, &e) == 0 &&
-      choose_storage(fh, &e) == 0)
-    aggio__topology(fh, &e);
+      choose_storage(fh, &e) == 0 && aggio__topology(fh, &e) == 0)
+    aggio__subfiling_resolve(fh);
   if (aggio__agree(fh->comm, &e) == 0)
     open_everywhere(fh, &e);
   if (aggio__agree(fh->comm, &e) == 0)
@@ -445,6 +446,8 @@ int aggio_file_delete(const char *filename, MPI_Info info) {
   filename = aggio__file_name_unprefixed(filename);
   if (!filename || !*filename)
     aggio__fail(&e, AGGIO_ERR_NAME, "file name is NULL or empty");
+  else if (aggio__subfile_detect(filename)) /* the layout and its subfiles */
+    aggio__subfile_remove(filename, &e);
   else if (unlink(filename) != 0)
     aggio__fail(&e, aggio__errno_code(errno), "unlink(%s): %s", filename,
                 strerror(errno));

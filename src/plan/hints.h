@@ -98,7 +98,13 @@ enum aggio__tristate { AGGIO_DISABLE = 0, AGGIO_ENABLE = 1, AGGIO_AUTOMATIC = 2 
   X(cray_nocb_write_lock_mode, "cray_nocb_write_lock_mode", AGGIO_HK_INT, "0", 1,            \
     "writes without collective buffering on Lustre: 0 normal, 1 group lock, 2 lock ahead") \
   X(storage, "aggio_storage", AGGIO_HK_STRING, "posix", 1,                                   \
-    "storage back end, chosen at open: posix, or null (writes discarded, reads zeros)")     \
+    "storage back end, chosen at open: posix, null (writes discarded, reads zeros), or "      \
+    "subfile (as aggio_subfiles=auto when that is 0)")                                       \
+  X(subfiles, "aggio_subfiles", AGGIO_HK_STRING, "0", 1,                                     \
+    "a new file is stored as M subfiles beside a layout file: 0 off, auto (one per node), "  \
+    "or M (docs/subfiling.md)")                                                               \
+  X(subfile_stripe, "aggio_subfile_stripe", AGGIO_HK_SIZE, "0", 1,                            \
+    "a new subfiled file's stripe (0: striping_unit, else 1 MiB)")       \
   X(emulate_nodes, "aggio_emulate_nodes", AGGIO_HK_INT, "0", 1,                              \
     "split each node's ranks into N emulated nodes (0: real topology)")                      \
   X(placement, "aggio_placement", AGGIO_HK_STRING, "auto", 1,                               \

@@ -8,8 +8,11 @@
  *   posix  storage_posix.c, the file system (the default);
  *   null   storage_null.c, discards writes and reads zeros, to measure the
  *          aggregation alone (TAPIOCA's /dev/null runs) and in SimGrid,
- *          which simulates no file I/O.
- * A subfiling or tier back end would fill the same table.
+ *          which simulates no file I/O;
+ *   subfile storage_subfile.c, one logical file as M subfiles beside a
+ *          layout file (docs/subfiling.md), chosen by the core when
+ *          aggio_subfiles asks for it or the file is such a layout.
+ * A tier back end would fill the same table.
  *
  * Every call may run on any thread (the calling thread or an I/O thread of
  * the file's pool or cache), so back ends keep no unlocked shared scratch.
@@ -56,6 +59,8 @@ struct aggio__store {
   int direct_wanted;         /* the direct_io hint is not "disable" */
   const char *io_node;       /* this rank's I/O node, or "" (the topology's;
                               * filled after the storage opens) */
+  int subfiles;              /* the subfile back end: M for a new layout */
+  int64_t subfile_stripe;    /* and its stripe, bytes */
   struct aggio__obs_state *obs; /* the file's statistics and trace */
   struct aggio__faults *faults; /* AGGIO_FAULTS, or NULL */
   /* learnt at open */
@@ -135,6 +140,11 @@ struct aggio__storage_ops {
 const struct aggio__storage_ops *aggio__storage_find(const char *name);
 const struct aggio__storage_ops *aggio__storage_default(void);
 const char *aggio__storage_names(void);
+
+/* Subfiling (storage_subfile.c): whether the file at path is a subfiled
+ * layout (its first line), and its removal with its subfiles. */
+int aggio__subfile_detect(const char *path);
+int aggio__subfile_remove(const char *path, struct aggio__err *e);
 
 /* Counts one transfer of len bytes at off that began at t0 (aggio__now) in
  * the statistics and the trace, as every back end does, so that the

@@ -10,7 +10,8 @@
 
 #define AGGIO_STORAGE_LIST(X) \
   X(posix)                    \
-  X(null)
+  X(null)                     \
+  X(subfile)
 
 #define DECLARE(name) extern const struct aggio__storage_ops aggio__storage_##name;
 AGGIO_STORAGE_LIST(DECLARE)

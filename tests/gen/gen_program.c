@@ -28,6 +28,7 @@
 #ifndef GEN_AGGIO
 #include "mpiio_common.h" /* mpiio_under_aggio() */
 #endif
+#include "subfile_map.h" /* files aggio stored as subfiles (aggio_subfiles) */
 
 struct options {
   uint64_t seed;
@@ -182,6 +183,51 @@ static void write_holes(const struct gen_file_info *fi, const char *path) {
     fclose(out);
 }
 
+/* A file aggio stored as subfiles (a layout at the name, hint
+ * aggio_subfiles) becomes the single file it stands for, made here from
+ * the subfiles with plain POSIX and the format's own arithmetic
+ * (docs/subfiling.md), so that the checks below and genrun.py's
+ * comparisons read the program's logical bytes.  0, or -1 when the layout
+ * or a subfile cannot be read. */
+static int join_subfiles(const char *path) {
+  char text[1 << 16] = "", msg[256], dir[4096], part[8300], tmp[4200];
+  FILE *in = fopen(path, "rb");
+  size_t n = in ? fread(text, 1, sizeof text - 1, in) : 0;
+  if (in)
+    fclose(in);
+  text[n] = '\0';
+  if (!aggio__subfile_is_layout(text))
+    return 0;
+  struct aggio__subfile_map m;
+  char **names = NULL;
+  if (aggio__subfile_layout_parse(text, &m, &names, msg, sizeof msg) != 0)
+    return -1;
+  snprintf(dir, sizeof dir, "%s", path);
+  char *slash = strrchr(dir, '/');
+  snprintf(slash ? slash : dir, sizeof dir - (size_t)(slash ? slash - dir : 0), "%s",
+           slash ? "" : ".");
+  snprintf(tmp, sizeof tmp, "%s.joined", path);
+  FILE *out = fopen(tmp, "wb");
+  int rc = out ? 0 : -1;
+  for (int k = 0; rc == 0 && k < m.count; k++) {
+    snprintf(part, sizeof part, "%s/%s", dir, names[k]);
+    FILE *sub = fopen(part, "rb");
+    rc = sub ? 0 : -1;
+    for (int64_t at = 0, c; sub && (c = getc(sub)) != EOF; at++) {
+      int64_t row = at / m.stripe, logical = (row * m.count + k) * m.stripe + at % m.stripe;
+      if (fseek(out, (long)logical, SEEK_SET) != 0 || putc((int)c, out) == EOF)
+        rc = -1;
+    }
+    if (sub)
+      fclose(sub);
+    unlink(part);
+  }
+  aggio__subfile_names_free(names, m.count);
+  if (out && fclose(out) != 0)
+    rc = -1;
+  return rc == 0 ? rename(tmp, path) : -1;
+}
+
 /* After the last close: each file against the content the program must
  * leave, read with POSIX (neither MPI-IO nor aggio): its size and every
  * byte written (the holes are undefined).  One log line per file, with a
@@ -192,6 +238,8 @@ static int check_files(const struct gen_program *p, const char *dir, FILE *log) 
     const struct gen_file_info *fi = &p->files[f];
     char path[4096], what[160] = "ok";
     gen_file_path(dir, f, path, sizeof path);
+    if (join_subfiles(path) != 0)
+      snprintf(what, sizeof what, "BAD:subfiles-unreadable");
     write_holes(fi, path);
     FILE *in = fopen(path, "rb");
     int64_t size = 0;
