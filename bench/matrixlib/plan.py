@@ -46,9 +46,14 @@ def _configurations():
                ("-a", "MPIIO", "-c", "--hint", "romio_cb_write=enable")),
         Config("MPIIO-independent", "independent", None, (), ("-a", "MPIIO")),
     ]
+    # subfiling (docs/subfiling.md): as many subfiles as ranks ({ranks} is
+    # the run's rank count), auto's strategy; on one node `auto` would give
+    # a single subfile
+    subfiles = Config("AGGIO-subfiles", "aggio", None, (),
+                      ("-a", "AGGIO", "-c", "--hint", "aggio_subfiles={ranks}"))
     return tuple(fixed) + tuple(
         Config(f"AGGIO-{s}", "aggio", None, (), ("-a", "AGGIO", "-c", "--hint", f"aggio_strategy={s}"))
-        for s in AGGIO_STRATEGIES)
+        for s in AGGIO_STRATEGIES) + (subfiles,)
 
 
 # Node-local aggregation (issue 11), on emulated nodes: 8 ranks as 4 nodes
@@ -279,7 +284,7 @@ def make_cell(opts, flavor, np, pat, cfg):
     path = os.path.join(opts["dir"], f"{flavor}-{np}-{pat.name}-{cfg.name}")
     layout = (["--pattern", pat.bench] if pat.bench != "segmented" else []) + size
     bench = ["-o", path, "-i", "1", "--label", f"{flavor}/{np}/{pat.name}/{cfg.name}"]
-    bench += access_flags(pat) + layout + list(cfg.flags)
+    bench += access_flags(pat) + layout + [a.replace("{ranks}", str(np)) for a in cfg.flags]
     if opts["verify"] and not pat.micro:
         bench += ["-W", "-R"]
     if opts["drop_caches"] and not pat.micro:

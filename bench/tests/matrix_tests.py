@@ -219,8 +219,16 @@ class Order(unittest.TestCase):
     def test_strategy_list_is_the_one_source(self):
         aggio = [c.name for c in self.plan.CONFIGS
                  if c.kind == "aggio" and c.name not in self.plan.NODE_CONFIG_NAMES]
-        self.assertEqual(aggio, [f"AGGIO-{s}" for s in self.plan.AGGIO_STRATEGIES])
+        self.assertEqual(aggio, [f"AGGIO-{s}" for s in self.plan.AGGIO_STRATEGIES] +
+                         ["AGGIO-subfiles"])
         self.assertIn(self.plan.DEFAULT_AGGIO, aggio)
+
+    def test_subfiles_are_as_many_as_ranks(self):
+        groups = self.plan.plan(opts(self.plan, only=["AGGIO-subfiles"]))
+        cells = [c for g in groups for c in g]
+        self.assertTrue(cells)
+        for c in cells:
+            self.assertIn(f"aggio_subfiles={c['np']}", c["bench"])
 
 
 def record(write=None, read=None, peak=(20000, 21000), base=(10000, 10000), data=(1 << 20,) * 2,
