@@ -15,9 +15,12 @@ import contextlib
 import errno
 import json
 import os
+import shutil
 import stat
+import subprocess
 import sys
 import tempfile
+from pathlib import Path
 
 from .argtypes import parse_size, positive_int
 from .subfile_layout import (FORMAT_VERSION, Layout, LayoutError, NotALayout, format_layout,
@@ -285,6 +288,75 @@ def join(path: str, out: str | None, force: bool) -> int:
     return size
 
 
+# --- join with MPI ----------------------------------------------------------------
+# aggio-subfile-join (src/tools/aggio_subfile_join.c) reads the subfiled
+# file through libaggio and writes the single file from every rank of an
+# MPI job.  Looked for in $AGGIO_SUBFILE_JOIN, PATH, then the build
+# directories of the source tree this package sits in.
+
+SOURCE_ROOT = Path(__file__).resolve().parents[2]
+BUILD_DIRS = ("build/openmpi", "build/mpich", "build")
+
+
+def find_join_tool() -> str:
+    explicit = os.environ.get("AGGIO_SUBFILE_JOIN")
+    if explicit:
+        if os.path.isfile(explicit) and os.access(explicit, os.X_OK):
+            return explicit
+        raise SubfileError(f"AGGIO_SUBFILE_JOIN={explicit}: not an executable")
+    found = shutil.which("aggio-subfile-join")
+    if found:
+        return found
+    for d in BUILD_DIRS:
+        path = SOURCE_ROOT / d / "src" / "aggio-subfile-join"
+        if path.is_file() and os.access(path, os.X_OK):
+            return str(path)
+    raise SubfileError("aggio-subfile-join not found (build aggio: scripts/build openmpi; "
+                       "or set AGGIO_SUBFILE_JOIN): leave --mpi out for the serial join")
+
+
+def run_join_tool(path: str, tmp: str, nranks: int, mpiexec: str | None) -> None:
+    """The MPI job that writes the single file at tmp (which exists)."""
+    from . import benchrun  # the launcher for either MPI library
+    tool = find_join_tool()
+    cmd, env, _ = benchrun.launcher(tool, nranks, mpiexec)
+    env.pop("AGGIO_HINTS", None)
+    try:
+        proc = subprocess.run(cmd + [tool, path, tmp, "--force"], capture_output=True, text=True,
+                              env=env)
+    except OSError as exc:
+        raise SubfileError(f"cannot start {cmd[0]}: {exc.strerror}") from None
+    if proc.returncode != 0:
+        tail = (proc.stderr.strip() or proc.stdout.strip()).splitlines()[-3:]
+        raise SubfileError(f"the MPI join failed (exit {proc.returncode}): " + " / ".join(tail))
+
+
+def join_mpi(path: str, out: str | None, force: bool, nranks: int,
+             mpiexec: str | None) -> int:
+    """join() by an MPI job of nranks ranks; the same checks, the same
+    rename at the end."""
+    layout, paths, sizes = load(path)
+    target = out if out is not None else path
+    if out is not None:
+        check_join_target(path, paths, out)
+        refuse_existing([out], force)
+    directory = os.path.dirname(target) or "."
+    fd, tmp = create_temp(directory, os.path.basename(target), mode_of(path))
+    os.close(fd)
+    try:
+        run_join_tool(path, tmp, nranks, mpiexec)
+        if out is not None:
+            refuse_existing([out], force)
+        os.replace(tmp, target)
+    except BaseException:
+        remove_quietly([tmp])
+        raise
+    sync_directory(directory)
+    if out is None:
+        remove_subfiles(paths)
+    return logical_size(sizes, layout.stripe_size)
+
+
 def check_join_target(path: str, paths: list[str], out: str) -> None:
     if same_file(out, path):
         raise SubfileError(f"{out} is FILE itself: leave OUT out to join in place")
@@ -325,7 +397,10 @@ def remove_subfiles(paths: list[str]) -> None:
 
 
 def run_join(args) -> int:
-    size = join(args.file, args.out, args.force)
+    if args.mpi:
+        size = join_mpi(args.file, args.out, args.force, args.mpi, args.mpiexec)
+    else:
+        size = join(args.file, args.out, args.force)
     print(f"{args.file}: joined into {args.out or args.file} ({size} bytes)")
     return 0
 
@@ -427,14 +502,19 @@ def setup_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("file", metavar="FILE", help="the layout (the logical file's name)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p = actions.add_parser(
-        "join", help="make the single ordinary file (serial)",
+        "join", help="make the single ordinary file (serial, or an MPI job with --mpi N)",
         description="Write the single ordinary file: at OUT (the subfiled file stays), or "
                     "in place (a temporary file beside FILE, renamed over it, then the "
                     "subfiles removed; a crash before the rename leaves FILE as it was).  "
-                    "This is the serial form: one process copies every byte.")
+                    "Serial by default: one process copies every byte; --mpi N runs "
+                    "aggio-subfile-join on N ranks (libaggio reads, every rank writes).")
     p.add_argument("file", metavar="FILE", help="the layout")
     p.add_argument("out", nargs="?", metavar="OUT", help="where to write (default: FILE)")
     p.add_argument("--force", action="store_true", help="replace OUT if it exists")
+    p.add_argument("--mpi", type=positive_int, metavar="N",
+                   help="copy with an MPI job of N ranks (aggio-subfile-join)")
+    p.add_argument("--mpiexec", metavar="CMD",
+                   help="the launcher (default: the one of aggio-subfile-join's MPI library)")
     p = actions.add_parser(
         "split", help="store an ordinary file as M subfiles and a layout (serial)",
         description="Write M subfiles named OUT.subfile.K.of.M beside OUT and the layout at "

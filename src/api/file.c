@@ -67,6 +67,8 @@ static void store_hints(aggio_file fh) {
   int64_t su = fh->hints.striping_unit.num;
   fh->st.direct_wanted = fh->hints.direct_io.num != AGGIO_DISABLE;
   fh->st.align_unit = su > 0 ? su : fh->st.block;
+  if (fh->st.ops && fh->st.ops->configured)
+    fh->st.ops->configured(&fh->st);
 }
 
 /* Rank 0 creates (and checks MPI_MODE_EXCL) first; the others open once it

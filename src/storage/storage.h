@@ -132,6 +132,10 @@ struct aggio__storage_ops {
   int (*remove)(struct aggio__store *st, struct aggio__err *e);
   /* Frees what the back end keeps (descriptors already closed). */
   void (*release)(struct aggio__store *st);
+  /* The core has set the store's block, dio_align or align_unit (after the
+   * probe, and when hints change them): a back end that keeps stores of
+   * its own passes them on.  NULL: nothing to do. */
+  void (*configured)(struct aggio__store *st);
 };
 
 /* The registry (storage_registry.c): the back end called name

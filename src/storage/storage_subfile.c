@@ -103,14 +103,18 @@ static int child_init(struct aggio__store *st, struct aggio__store *c, const cha
   return 0;
 }
 
+static struct aggio__store *child(struct aggio__store *st, int k) { return &sf(st)->child[k]; }
+
 /* What the core learns after the open (alignment, direct I/O's unit) is
- * set on the parent; each child follows it. */
-static struct aggio__store *child(struct aggio__store *st, int k) {
-  struct aggio__store *c = &sf(st)->child[k];
-  c->block = st->block;
-  c->dio_align = st->dio_align;
-  c->align_unit = st->align_unit;
-  return c;
+ * set on the parent; each child follows it (before any I/O thread reads
+ * them: the core calls this from open and set_info). */
+static void sf_configured(struct aggio__store *st) {
+  for (int k = 0; sf(st) && k < sf(st)->map.count; k++) {
+    struct aggio__store *c = child(st, k);
+    c->block = st->block;
+    c->dio_align = st->dio_align;
+    c->align_unit = st->align_unit;
+  }
 }
 
 static void children_free(struct subfiles *s) {
@@ -259,6 +263,7 @@ static void sf_probe(struct aggio__store *st, struct aggio__fs_info *fi) {
 
 static void sf_open_direct(struct aggio__store *st) {
   int on = 1;
+  sf_configured(st);
   for (int k = 0; k < sf(st)->map.count; k++) {
     struct aggio__store *c = child(st, k);
     aggio__storage_posix.open_direct(c);
@@ -470,4 +475,5 @@ const struct aggio__storage_ops aggio__storage_subfile = {
     .lock = sf_lock,
     .remove = sf_remove,
     .release = sf_release,
+    .configured = sf_configured,
 };

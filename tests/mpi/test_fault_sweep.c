@@ -23,6 +23,7 @@
 
 #include "harness.h"
 #include "internal.h"
+#include "subfile_map.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -258,6 +259,41 @@ static int acknowledged(const struct run *r, int call) {
   return 1;
 }
 
+/* pread of the logical file: through the subfiles when the file at the
+ * name is a subfiled layout (docs/subfiling.md), read here with POSIX and
+ * the format's arithmetic, not with aggio. */
+static ssize_t logical_pread(const char *path, int fd, unsigned char *buf, int64_t len,
+                             int64_t off) {
+  char text[4096] = "", msg[128], sub[700];
+  ssize_t n = pread(fd, text, sizeof text - 1, 0);
+  text[n > 0 ? n : 0] = '\0';
+  struct aggio__subfile_map m;
+  char **names = NULL;
+  if (!aggio__subfile_is_layout(text) ||
+      aggio__subfile_layout_parse(text, &m, &names, msg, sizeof msg) != 0)
+    return pread(fd, buf, (size_t)len, off);
+  const char *slash = strrchr(path, '/');
+  int dirlen = slash ? (int)(slash - path) : 1;
+  ssize_t got = 0;
+  while (got < len) {
+    int k;
+    int64_t so, piece;
+    aggio__subfile_piece(&m, off + got, len - got, &k, &so, &piece);
+    snprintf(sub, sizeof sub, "%.*s/%s", dirlen, slash ? path : ".", names[k]);
+    int sfd = open(sub, O_RDONLY);
+    ssize_t r = sfd < 0 ? -1 : pread(sfd, buf + got, (size_t)piece, so);
+    if (sfd >= 0)
+      close(sfd);
+    if (r <= 0)
+      break;
+    got += r;
+    if (r < piece)
+      break;
+  }
+  aggio__subfile_names_free(names, m.count);
+  return got;
+}
+
 /* 1 when the expected bytes are in the file; else says where not. */
 static int in_file(const struct run *r, const struct expect *e, char *why, size_t n) {
   int fd = open(r->path[e->file], O_RDONLY);
@@ -271,7 +307,7 @@ static int in_file(const struct run *r, const struct expect *e, char *why, size_
   int ok = 1;
   for (int i = 0; i < e->count && ok; i++) {
     int64_t off = e->off + i * e->stride;
-    ssize_t k = pread(fd, got, (size_t)e->len, off);
+    ssize_t k = logical_pread(r->path[e->file], fd, got, e->len, off);
     for (int64_t j = 0; j < e->len && ok; j++) {
       if (j < k && got[j] == pat(e->seed, off + j))
         continue;
@@ -445,6 +481,7 @@ static void sc_append(struct run *r, const void *arg) {
 struct first {
   const char *strategy, *exchange;
   int nonblocking;
+  const char *subfiles; /* aggio_subfiles, or NULL */
 };
 
 /* The bytes of this rank in the view's instance `c` (written with seed
@@ -493,7 +530,9 @@ static void strided(struct run *r, aggio_file fh, const struct first *v, int c,
 static void sc_first(struct run *r, const void *arg) {
   const struct first *v = arg;
   MPI_Info info = info_of("aggio_strategy", v->strategy, "aggio_exchange", v->exchange,
-                          "cb_buffer_size", "4096", "aggio_emulate_nodes", "2", NULL);
+                          "cb_buffer_size", "4096", "aggio_emulate_nodes", "2",
+                          "aggio_subfiles", v->subfiles ? v->subfiles : "0",
+                          "aggio_subfile_stripe", "4096", NULL);
   aggio_file fh = open_file(r, 0, MPI_MODE_CREATE | MPI_MODE_RDWR, info, 1);
   if (!fh)
     return;
@@ -728,14 +767,18 @@ struct scenario {
   int from_mark; /* sweep only the calls after the run's mark */
 };
 
-static const struct first tp2 = {"two_phase", "two_sided", 0},
-                          tp2nb = {"two_phase", "two_sided", 1},
-                          rma = {"two_phase", "rma", 0}, rmanb = {"two_phase", "rma", 1},
-                          wb = {"write_behind", "automatic", 0},
-                          wbnb = {"write_behind", "automatic", 1},
-                          nl = {"node_local", "automatic", 0},
-                          nlnb = {"node_local", "automatic", 1},
-                          au = {"auto", "automatic", 0}, aunb = {"auto", "automatic", 1};
+static const struct first tp2 = {"two_phase", "two_sided", 0, NULL},
+                          tp2nb = {"two_phase", "two_sided", 1, NULL},
+                          rma = {"two_phase", "rma", 0, NULL},
+                          rmanb = {"two_phase", "rma", 1, NULL},
+                          wb = {"write_behind", "automatic", 0, NULL},
+                          wbnb = {"write_behind", "automatic", 1, NULL},
+                          nl = {"node_local", "automatic", 0, NULL},
+                          nlnb = {"node_local", "automatic", 1, NULL},
+                          au = {"auto", "automatic", 0, NULL},
+                          aunb = {"auto", "automatic", 1, NULL},
+                          tpsub = {"two_phase", "two_sided", 0, "3"},
+                          wbsub = {"write_behind", "automatic", 0, "3"};
 
 static const struct scenario scenarios[] = {
     {"open", "open", sc_open, NULL, 0},
@@ -750,6 +793,8 @@ static const struct scenario scenarios[] = {
     {"first", "first.node_local.nb", sc_first, &nlnb, 0},
     {"first", "first.auto", sc_first, &au, 0},
     {"first", "first.auto.nb", sc_first, &aunb, 0},
+    {"first", "first.two_phase.subfile", sc_first, &tpsub, 0},
+    {"first", "first.write_behind.subfile", sc_first, &wbsub, 0},
     {"flush", "flush", sc_flush, NULL, 0},
     {"flush", "absorb", sc_absorb, NULL, 0},
     {"merge", "merge.auto", sc_merge, "auto", 0},
@@ -798,9 +843,9 @@ static void run_once(const struct scenario *sc, struct run *r,
   for (int op = 0; op < AGGIO_FAULT_NOPS; op++)
     calls[op] = now[op] - r->start[op];
   MPI_Barrier(MPI_COMM_WORLD);
-  if (rank == 0) {
-    unlink(r->path[0]);
-    unlink(r->path[1]);
+  if (rank == 0) { /* aggio_file_delete: a subfiled layout's subfiles too */
+    aggio_file_delete(r->path[0], MPI_INFO_NULL);
+    aggio_file_delete(r->path[1], MPI_INFO_NULL);
     unlink(r->trace);
   }
 }
