@@ -8,7 +8,9 @@
  * beside it; get_size, a shrinking set_size, preallocate, sync and atomic
  * mode work; a subfile that cannot be created fails the open on every
  * rank and leaves nothing at the name; aggio_file_delete removes the
- * subfiles too; a bad aggio_subfiles is a clear error.
+ * subfiles too; a bad aggio_subfiles is a clear error; an existing file
+ * keeps what it is (EXCL on a layout fails, an ordinary file stays one
+ * with the hint reported ignored, a missing subfile fails the open).
  *
  * aggio-test-ranks: 1 2 3 4
  */
@@ -302,6 +304,62 @@ static void cannot_create(void) {
         "aggio_subfiles=many: rc %d, \"%s\"", rc, aggio_error_message());
 }
 
+/* An existing file's layout wins over the hints: MPI_MODE_EXCL on a
+ * layout fails; aggio_subfiles on an ordinary file with data is reported
+ * ignored and the file stays one; a layout whose subfile is missing fails
+ * the open on every rank, naming it. */
+static void existing_files(void) {
+  char path[600], plain[600], sub[700], val[MPI_MAX_INFO_VAL + 1] = "";
+  snprintf(path, sizeof path, "%s/sub_exist.dat", dir);
+  snprintf(plain, sizeof plain, "%s/plain_exist.dat", dir);
+  MPI_Info info = subfile_info("auto", "2");
+  aggio_file fh = AGGIO_FILE_NULL;
+  int rc = aggio_file_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, info, &fh);
+  CHECK(rc == AGGIO_SUCCESS, "create: %s", aggio_error_message());
+  if (rc == AGGIO_SUCCESS)
+    aggio_file_close(&fh);
+  rc = aggio_file_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_EXCL | MPI_MODE_RDWR,
+                       info, &fh);
+  CHECK(rc != AGGIO_SUCCESS, "MPI_MODE_EXCL opened an existing layout");
+  if (rc == AGGIO_SUCCESS)
+    aggio_file_close(&fh);
+  if (rank == 0) {
+    FILE *f = fopen(plain, "w");
+    fputs("data\n", f);
+    fclose(f);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  rc = aggio_file_open(MPI_COMM_WORLD, plain, MPI_MODE_RDWR, info, &fh);
+  CHECK(rc == AGGIO_SUCCESS && strcmp(fh->st.ops->name, "posix") == 0,
+        "an ordinary file opened with aggio_subfiles: %s", aggio_error_message());
+  if (rc == AGGIO_SUCCESS) {
+    MPI_Info used;
+    int flag = 0;
+    aggio_file_get_info(fh, &used);
+    MPI_Info_get(used, "aggio_hints_ignored", MPI_MAX_INFO_VAL, val, &flag);
+    MPI_Info_free(&used);
+    CHECK(flag && strstr(val, "aggio_subfiles"), "aggio_hints_ignored: \"%s\"", val);
+    aggio_file_close(&fh);
+  }
+  MPI_Info_free(&info);
+  MPI_Barrier(MPI_COMM_WORLD);
+  snprintf(sub, sizeof sub, "%s.subfile.1.of.2", path);
+  if (rank == 0)
+    unlink(sub);
+  MPI_Barrier(MPI_COMM_WORLD);
+  rc = aggio_file_open(MPI_COMM_WORLD, path, MPI_MODE_RDONLY, MPI_INFO_NULL, &fh);
+  CHECK(rc != AGGIO_SUCCESS && strstr(aggio_error_message(), "subfile.1.of.2"),
+        "a missing subfile: rc %d, \"%s\"", rc, aggio_error_message());
+  if (rc == AGGIO_SUCCESS)
+    aggio_file_close(&fh);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0) {
+    unlink(plain);
+    aggio_file_delete(path, MPI_INFO_NULL);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -319,6 +377,7 @@ int main(int argc, char **argv) {
   one_case("two_phase", "auto", 1); /* one node here: one subfile */
   sizes_and_atomic();
   cannot_create();
+  existing_files();
   MPI_Barrier(MPI_COMM_WORLD);
   if (rank == 0)
     rmdir(dir);
