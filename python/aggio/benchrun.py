@@ -23,21 +23,32 @@ class BenchError(RuntimeError):
     """aggio-bench cannot be found or a run failed."""
 
 
-def find_bench(explicit: str | None = None) -> str:
-    for candidate in (explicit, os.environ.get("AGGIO_BENCH")):
-        if candidate:
-            if os.access(candidate, os.X_OK) and os.path.isfile(candidate):
-                return candidate
-            raise BenchError(f"{candidate}: not an executable aggio-bench")
-    found = shutil.which("aggio-bench")
+def locate_program(name: str, sub: str, explicit: str | None) -> str | None:
+    """explicit (which must be an executable: else ValueError), then PATH,
+    then the build directories of this source tree (BUILD_DIR/sub/name)."""
+    if explicit:
+        if os.access(explicit, os.X_OK) and os.path.isfile(explicit):
+            return explicit
+        raise ValueError(explicit)
+    found = shutil.which(name)
     if found:
         return found
     for d in BUILD_DIRS:
-        path = SOURCE_ROOT / d / "bench" / "aggio-bench"
+        path = SOURCE_ROOT / d / sub / name
         if path.is_file() and os.access(path, os.X_OK):
             return str(path)
-    raise BenchError("aggio-bench not found: build it (scripts/build openmpi) and give "
-                     "--bench PATH or set AGGIO_BENCH")
+    return None
+
+
+def find_bench(explicit: str | None = None) -> str:
+    try:
+        found = locate_program("aggio-bench", "bench", explicit or os.environ.get("AGGIO_BENCH"))
+    except ValueError as exc:
+        raise BenchError(f"{exc}: not an executable aggio-bench") from None
+    if not found:
+        raise BenchError("aggio-bench not found: build it (scripts/build openmpi) and give "
+                         "--bench PATH or set AGGIO_BENCH")
+    return found
 
 
 def mpi_flavor(bench: str) -> str:

@@ -15,12 +15,10 @@ import contextlib
 import errno
 import json
 import os
-import shutil
 import stat
 import subprocess
 import sys
 import tempfile
-from pathlib import Path
 
 from .argtypes import parse_size, positive_int
 from .subfile_layout import (FORMAT_VERSION, Layout, LayoutError, NotALayout, format_layout,
@@ -258,9 +256,11 @@ def run_info(args) -> int:
 
 # --- join ----------------------------------------------------------------------
 
-def join(path: str, out: str | None, force: bool) -> int:
+def join(path: str, out: str | None, force: bool, fill=None) -> int:
     """Writes the single file (at OUT, else over the layout, removing the
-    subfiles after the rename); returns its size."""
+    subfiles after the rename); returns its size.  fill(fd, tmp, layout,
+    paths, sizes, size) writes the temporary file and closes fd: by default
+    this process copies every stripe (serial); join_mpi passes an MPI job."""
     layout, paths, sizes = load(path)
     target = out if out is not None else path
     if out is not None:
@@ -268,24 +268,33 @@ def join(path: str, out: str | None, force: bool) -> int:
         refuse_existing([out], force)
     size = logical_size(sizes, layout.stripe_size)
     directory = os.path.dirname(target) or "."
-    with contextlib.ExitStack() as stack:
-        sources = []
-        for p in paths:
-            sources.append(os.open(p, os.O_RDONLY))
-            stack.callback(os.close, sources[-1])
-        fd, tmp = create_temp(directory, os.path.basename(target), mode_of(path))
-        try:
-            write_joined(sources, paths, fd, sizes, layout.stripe_size, size)
-            if out is not None:     # OUT may have appeared during the copy
-                refuse_existing([out], force)
-            os.replace(tmp, target)
-        except BaseException:
-            remove_quietly([tmp])
-            raise
+    fd, tmp = create_temp(directory, os.path.basename(target), mode_of(path))
+    try:
+        (fill or copy_serially)(fd, tmp, layout, paths, sizes, size)
+        if out is not None:     # OUT may have appeared during the copy
+            refuse_existing([out], force)
+        os.replace(tmp, target)
+    except BaseException:
+        remove_quietly([tmp])
+        raise
     sync_directory(directory)
     if out is None:
         remove_subfiles(paths)
     return size
+
+
+def copy_serially(fd: int, tmp: str, layout: Layout, paths: list[str], sizes: list[int],
+                  size: int) -> None:
+    with contextlib.ExitStack() as stack:
+        sources = []
+        try:
+            for p in paths:
+                sources.append(os.open(p, os.O_RDONLY))
+                stack.callback(os.close, sources[-1])
+        except BaseException:
+            os.close(fd)
+            raise
+        write_joined(sources, paths, fd, sizes, layout.stripe_size, size)
 
 
 # --- join with MPI ----------------------------------------------------------------
@@ -294,25 +303,17 @@ def join(path: str, out: str | None, force: bool) -> int:
 # MPI job.  Looked for in $AGGIO_SUBFILE_JOIN, PATH, then the build
 # directories of the source tree this package sits in.
 
-SOURCE_ROOT = Path(__file__).resolve().parents[2]
-BUILD_DIRS = ("build/openmpi", "build/mpich", "build")
-
-
 def find_join_tool() -> str:
-    explicit = os.environ.get("AGGIO_SUBFILE_JOIN")
-    if explicit:
-        if os.path.isfile(explicit) and os.access(explicit, os.X_OK):
-            return explicit
-        raise SubfileError(f"AGGIO_SUBFILE_JOIN={explicit}: not an executable")
-    found = shutil.which("aggio-subfile-join")
-    if found:
-        return found
-    for d in BUILD_DIRS:
-        path = SOURCE_ROOT / d / "src" / "aggio-subfile-join"
-        if path.is_file() and os.access(path, os.X_OK):
-            return str(path)
-    raise SubfileError("aggio-subfile-join not found (build aggio: scripts/build openmpi; "
-                       "or set AGGIO_SUBFILE_JOIN): leave --mpi out for the serial join")
+    from . import benchrun
+    try:
+        found = benchrun.locate_program("aggio-subfile-join", "src",
+                                        os.environ.get("AGGIO_SUBFILE_JOIN"))
+    except ValueError as exc:
+        raise SubfileError(f"AGGIO_SUBFILE_JOIN={exc}: not an executable") from None
+    if not found:
+        raise SubfileError("aggio-subfile-join not found (build aggio: scripts/build openmpi; "
+                           "or set AGGIO_SUBFILE_JOIN): leave --mpi out for the serial join")
+    return found
 
 
 def run_join_tool(path: str, tmp: str, nranks: int, mpiexec: str | None) -> None:
@@ -333,28 +334,11 @@ def run_join_tool(path: str, tmp: str, nranks: int, mpiexec: str | None) -> None
 
 def join_mpi(path: str, out: str | None, force: bool, nranks: int,
              mpiexec: str | None) -> int:
-    """join() by an MPI job of nranks ranks; the same checks, the same
-    rename at the end."""
-    layout, paths, sizes = load(path)
-    target = out if out is not None else path
-    if out is not None:
-        check_join_target(path, paths, out)
-        refuse_existing([out], force)
-    directory = os.path.dirname(target) or "."
-    fd, tmp = create_temp(directory, os.path.basename(target), mode_of(path))
-    os.close(fd)
-    try:
+    """join() with the copy made by an MPI job of nranks ranks."""
+    def by_mpi(fd, tmp, *_):
+        os.close(fd)
         run_join_tool(path, tmp, nranks, mpiexec)
-        if out is not None:
-            refuse_existing([out], force)
-        os.replace(tmp, target)
-    except BaseException:
-        remove_quietly([tmp])
-        raise
-    sync_directory(directory)
-    if out is None:
-        remove_subfiles(paths)
-    return logical_size(sizes, layout.stripe_size)
+    return join(path, out, force, by_mpi)
 
 
 def check_join_target(path: str, paths: list[str], out: str) -> None:

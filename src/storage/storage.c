@@ -6,6 +6,7 @@
  * The back ends are listed in storage_registry.c.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -110,4 +111,23 @@ int aggio__store_preallocate(struct aggio__store *st, int64_t size, struct aggio
   if (rc == 0 && st->obs->trace)
     aggio__obs_record(st->obs, AGGIO_OP_POSIX_FALLOCATE, 0, size, 0, t0, aggio__now(), 0);
   return rc;
+}
+
+/* fcntl record locks, as ROMIO's ADIOI_Set_lock: atomic mode on POSIX.
+ * Blocking; is_write < 0 unlocks. */
+int aggio__storage_fcntl_lock(struct aggio__store *st, int fd, int64_t off, int64_t len,
+                              int is_write, struct aggio__err *e) {
+  struct flock fl = {0};
+  fl.l_type = is_write < 0 ? F_UNLCK : is_write ? F_WRLCK : F_RDLCK;
+  fl.l_whence = SEEK_SET;
+  fl.l_start = (off_t)off;
+  fl.l_len = (off_t)len;
+  int rc;
+  do
+    rc = fcntl(fd, F_SETLKW, &fl);
+  while (rc != 0 && errno == EINTR);
+  if (rc != 0)
+    return aggio__fail(e, aggio__errno_code(errno), "rank %d: fcntl lock on %s: %s",
+                       st->rank, st->path, strerror(errno));
+  return 0;
 }

@@ -174,4 +174,9 @@ int aggio__store_pread(struct aggio__store *st, void *buf, int64_t len, int64_t 
                        int64_t *got, int flags, struct aggio__err *e);
 int aggio__store_sync(struct aggio__store *st, struct aggio__err *e);
 
+/* A back end's byte-range lock on descriptor fd (fcntl record locks,
+ * blocking; is_write < 0 unlocks), for the lock op. */
+int aggio__storage_fcntl_lock(struct aggio__store *st, int fd, int64_t off, int64_t len,
+                              int is_write, struct aggio__err *e);
+
 #endif

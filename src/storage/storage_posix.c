@@ -450,19 +450,7 @@ static int px_preallocate(struct aggio__store *st, int64_t size, struct aggio__e
 /* fcntl record locks, as ROMIO's ADIOI_Set_lock: atomic mode on POSIX. */
 static int px_lock(struct aggio__store *st, int64_t off, int64_t len, int is_write,
                    struct aggio__err *e) {
-  struct flock fl = {0};
-  fl.l_type = is_write < 0 ? F_UNLCK : is_write ? F_WRLCK : F_RDLCK;
-  fl.l_whence = SEEK_SET;
-  fl.l_start = (off_t)off;
-  fl.l_len = (off_t)len;
-  int rc;
-  do
-    rc = fcntl(px(st)->fd, F_SETLKW, &fl);
-  while (rc != 0 && errno == EINTR);
-  if (rc != 0)
-    return aggio__fail(e, aggio__errno_code(errno), "rank %d: fcntl lock on %s: %s",
-                       st->rank, st->path, strerror(errno));
-  return 0;
+  return aggio__storage_fcntl_lock(st, px(st)->fd, off, len, is_write, e);
 }
 
 static int px_remove(struct aggio__store *st, struct aggio__err *e) {
