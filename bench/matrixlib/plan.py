@@ -276,6 +276,11 @@ def configs_for(pat, flavor, mode_configs=None, only=None):
             and (c.name not in NODE_CONFIG_NAMES or c.name in named)]
 
 
+def config_flags(cfg, np):
+    """A configuration's aggio-bench flags for a run of np ranks ({ranks})."""
+    return [a.replace("{ranks}", str(np)) for a in cfg.flags]
+
+
 def make_cell(opts, flavor, np, pat, cfg):
     """One configuration of one group: how to launch it."""
     f = FLAVORS[flavor]
@@ -284,7 +289,7 @@ def make_cell(opts, flavor, np, pat, cfg):
     path = os.path.join(opts["dir"], f"{flavor}-{np}-{pat.name}-{cfg.name}")
     layout = (["--pattern", pat.bench] if pat.bench != "segmented" else []) + size
     bench = ["-o", path, "-i", "1", "--label", f"{flavor}/{np}/{pat.name}/{cfg.name}"]
-    bench += access_flags(pat) + layout + [a.replace("{ranks}", str(np)) for a in cfg.flags]
+    bench += access_flags(pat) + layout + config_flags(cfg, np)
     if opts["verify"] and not pat.micro:
         bench += ["-W", "-R"]
     if opts["drop_caches"] and not pat.micro:

@@ -28,6 +28,7 @@ import subprocess
 import sys
 
 MASK = (1 << 64) - 1
+RANKS = 2  # what CTest's launcher starts (bench/CMakeLists.txt): AGGIO-subfiles' count
 
 # Tiny sizes per pattern: a few hundred KiB per run.
 PATTERN_ARGS = {
@@ -63,7 +64,8 @@ def backend_flags():
     """The back ends tested: the fixed ones, then one per aggio strategy,
     as the matrix's configurations run them."""
     out = dict(FIXED_BACKENDS)
-    out.update({c.name: list(c.flags) for c in matrix_plan().CONFIGS if c.kind == "aggio"})
+    plan = matrix_plan()
+    out.update({c.name: plan.config_flags(c, RANKS) for c in plan.CONFIGS if c.kind == "aggio"})
     return out
 
 
@@ -133,6 +135,26 @@ def read_records(path):
 
 # ---- smoke -------------------------------------------------------------------
 
+def logical_bytes(path):
+    """The file's bytes; for a subfiled file (AGGIO-subfiles) the logical
+    ones, put together from its subfiles by the layout's arithmetic
+    (docs/subfiling.md): stripe i of subfile k is logical stripe i*M + k."""
+    data = open(path, "rb").read()
+    if not data.startswith(b"aggio subfiled file, format 1\n"):
+        return data
+    lines = data.decode().splitlines()
+    stripe, count = int(lines[4].split()[1]), int(lines[5].split()[1])
+    out = bytearray()
+    for k in range(count):
+        sub = open(os.path.join(os.path.dirname(path), lines[6 + k].split(" ", 2)[2]), "rb").read()
+        for i in range(0, len(sub), stripe):
+            at = (i // stripe * count + k) * stripe
+            if len(out) < at + len(sub[i:i + stripe]):
+                out.extend(bytes(at + len(sub[i:i + stripe]) - len(out)))
+            out[at:at + len(sub[i:i + stripe])] = sub[i:i + stripe]
+    return bytes(out)
+
+
 def check_file_content(ctx, path, rec, what):
     """The whole shared file (or each rank's file) equals the generator."""
     seed = rec["params"]["seed"]
@@ -143,7 +165,7 @@ def check_file_content(ctx, path, rec, what):
             ctx.check(data == expected(len(data), file_seed(seed, True, r)),
                       f"{what}: {name} content differs from the generator")
         return
-    data = open(path, "rb").read()
+    data = logical_bytes(path)
     ctx.check(len(data) == rec["bytes"]["file"],
               f"{what}: file is {len(data)} bytes, layout says {rec['bytes']['file']}")
     ctx.check(data == expected(len(data), seed),
