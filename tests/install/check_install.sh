@@ -60,6 +60,12 @@ if [ -x "$prefix/bin/aggio-bench" ]; then
   env -u LD_LIBRARY_PATH "$prefix/bin/aggio-bench" -h >/dev/null \
     || { echo "installed aggio-bench -h failed"; exit 1; }
 fi
+# aggio-subfile-join (`aggio subfile join --mpi N` runs it): installed, and
+# it finds libaggio by its RPATH (usage error: exit 2 before any file)
+test -x "$prefix/bin/aggio-subfile-join" || { echo "no aggio-subfile-join installed"; exit 1; }
+rc=0
+env -u LD_LIBRARY_PATH "$run" -n 1 "$@" "$prefix/bin/aggio-subfile-join" >/dev/null 2>&1 || rc=$?
+test "$rc" = 2 || { echo "installed aggio-subfile-join without arguments: exit $rc, not 2"; exit 1; }
 # libaggio-mpiio and aggio-run: a plain MPI-IO program, built against the
 # MPI library alone, runs on aggio through the installed launcher, which
 # finds the installed library for this MPI by itself.
