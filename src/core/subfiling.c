@@ -45,14 +45,19 @@ static int subfiles_wanted(aggio_file fh, int *m, struct aggio__err *e) {
   return 0;
 }
 
-/* Any stripe of at least one byte is a valid layout; one that is not a
- * multiple of the file system's block loses direct I/O (the POSIX back end
- * sends unaligned pieces through the page cache). */
-static void stripe_wanted(aggio_file fh, int64_t *stripe) {
+/* Any stripe from one byte to AGGIO_SUBFILE_STRIPE_MAX is a valid layout;
+ * one that is not a multiple of the file system's block loses direct I/O
+ * (the POSIX back end sends unaligned pieces through the page cache). */
+static int stripe_wanted(aggio_file fh, int64_t *stripe, struct aggio__err *e) {
   int64_t s = fh->hints.subfile_stripe.num;
   if (s == 0)
     s = fh->hints.striping_unit.num > 0 ? fh->hints.striping_unit.num : AGGIO_SUBFILE_STRIPE;
+  if (s > AGGIO_SUBFILE_STRIPE_MAX)
+    return aggio__fail(e, AGGIO_ERR_ARG, "rank %d: the subfile stripe %lld is above 2^40 "
+                       "bytes (aggio_subfile_stripe, or striping_unit)", fh->rank,
+                       (long long)s);
   *stripe = s;
+  return 0;
 }
 
 static void ignored(struct aggio__hint_value *h, const char *why) {
@@ -65,9 +70,8 @@ int aggio__subfiling_choose(aggio_file fh, struct aggio__err *e) {
   int64_t stripe = 0;
   if (fh->st.ops == &aggio__storage_subfile && strcmp(fh->hints.subfiles.str, "0") == 0)
     snprintf(fh->hints.subfiles.str, sizeof fh->hints.subfiles.str, "auto");
-  if (subfiles_wanted(fh, &m, e) != 0)
+  if (subfiles_wanted(fh, &m, e) != 0 || stripe_wanted(fh, &stripe, e) != 0)
     return e->code;
-  stripe_wanted(fh, &stripe);
   if (fh->st.ops != &aggio__storage_posix && fh->st.ops != &aggio__storage_subfile) {
     ignored(&fh->hints.subfiles, "this storage back end stores no subfiles");
     return 0;

@@ -142,8 +142,8 @@ int aggio__subfile_layout_parse(const char *text, struct aggio__subfile_map *m, 
     if (next_line(&p, line, sizeof line) != 0)
       return bad(err, errlen, "the text ends", i);
   if (next_line(&p, line, sizeof line) != 0 ||
-      number_line(line, "stripe_size", 1, INT64_MAX / 2, &stripe) != 0)
-    return bad(err, errlen, "no \"stripe_size S\"", 5);
+      number_line(line, "stripe_size", 1, AGGIO_SUBFILE_STRIPE_MAX, &stripe) != 0)
+    return bad(err, errlen, "no \"stripe_size S\" (1 to 2^40)", 5);
   if (next_line(&p, line, sizeof line) != 0 ||
       number_line(line, "subfiles", 1, AGGIO_SUBFILE_MAX, &count) != 0)
     return bad(err, errlen, "no \"subfiles M\" (1 to 65536)", 6);

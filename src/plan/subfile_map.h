@@ -13,6 +13,10 @@
 #define AGGIO_SUBFILE_FORMAT 1
 #define AGGIO_SUBFILE_MAX 65536 /* subfiles a layout may name */
 #define AGGIO_SUBFILE_STRIPE (1 << 20) /* the default stripe (docs/subfiling.md) */
+/* The largest stripe a layout may give: with at most AGGIO_SUBFILE_MAX
+ * subfiles, logical offsets of subfiles up to 2^47 bytes stay within
+ * int64_t (a layout file is outside input: no overflow from its numbers). */
+#define AGGIO_SUBFILE_STRIPE_MAX ((int64_t)1 << 40)
 
 struct aggio__subfile_map {
   int64_t stripe; /* S, bytes, >= 1 */
