@@ -15,6 +15,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "cyclic.h"
 #include "engine.h"
 #include "file_name.h"
 #include "flatten.h"
@@ -88,11 +89,13 @@ static int open_everywhere(aggio_file fh, struct aggio__err *e) {
       !fh->hints.no_indep_rw.num || fh->topo.my_aggr_index >= 0 || fh->rank == 0;
   if (fh->rank != 0 && needs_fd)
     aggio__store_open(&fh->st, 0, e);
-  struct aggio__fs_info fi;
+  struct aggio__fs_info fi = {0};
   if (fh->rank == 0)
     fh->st.ops->probe(&fh->st, &fi);
   MPI_Bcast(&fi, (int)sizeof fi, MPI_BYTE, 0, fh->comm);
   fh->st.block = fi.block;
+  fh->st.subfiles = fi.subfiles; /* the layout's, whatever the hints said */
+  fh->st.subfile_stripe = fi.subfile_stripe;
   fh->st.dio_align = fi.dio_align > 4096 ? fi.dio_align : 4096;
   store_hints(fh);
   snprintf(fh->fstype, sizeof fh->fstype, "%s", fi.fstype);
@@ -139,6 +142,9 @@ static void mark_unhonoured(aggio_file fh) {
   else if (sf->num > 0)
     snprintf(sf->ignored, sizeof sf->ignored, "aggio sets no Lustre layout; "
              "use lfs setstripe -c %lld", (long long)sf->num);
+  if (!aggio__cb_domains_known(fh->hints.cb_domains.str))
+    snprintf(fh->hints.cb_domains.ignored, sizeof fh->hints.cb_domains.ignored,
+             "not contiguous, stripe_cyclic or automatic: automatic");
 }
 
 static void default_view(aggio_file fh) {

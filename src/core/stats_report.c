@@ -125,7 +125,10 @@ static void placement_print(struct aggio_file_s *fh, const char *when) {
     int r = fh->topo.aggr[i];
     fprintf(f, "  aggregator %d: rank %d node %d host %s domain ", i, r,
             node_of(fh, r), node_name(fh, node_of(fh, r)));
-    if (i < nfd)
+    if (i < nfd && s->fd_unit > 0)
+      fprintf(f, "stripes %d mod %d of %lld bytes, %lld bytes\n", i, s->fd_groups,
+              (long long)s->fd_unit, (long long)(s->fd_end[i] - s->fd_start[i]));
+    else if (i < nfd)
       fprintf(f, "[%lld, %lld) %lld bytes\n", (long long)s->fd_start[i],
               (long long)s->fd_end[i], (long long)(s->fd_end[i] - s->fd_start[i]));
     else
@@ -303,6 +306,11 @@ static void stats_print(struct aggio_file_s *fh, const struct reduced *r) {
   print_size_hint(f, "stripe count", &fh->hints.striping_factor);
   fprintf(f, "  alignment unit: %lld\n", (long long)(su > 0 ? su : fh->st.block));
   fprintf(f, "  direct io: %s\n", fh->st.dio == AGGIO_DIO_ON ? "on" : "off");
+  if (fh->st.subfiles > 0) { /* writers = subfiles: none was shared */
+    fprintf(f, "  subfiles: %d\n", fh->st.subfiles);
+    fprintf(f, "  subfile stripe: %lld\n", (long long)fh->st.subfile_stripe);
+    fprintf(f, "  subfile writers: %lld\n", (long long)S(SUBFILE_WRITERS));
+  }
   fprintf(f, "  independent writes: %lld\n", (long long)S(IND_WRITES));
   fprintf(f, "  independent writers: %lld\n", (long long)r->ranks[AGGIO_C_IND_WRITES]);
   fprintf(f, "  independent reads: %lld\n", (long long)S(IND_READS));

@@ -41,6 +41,13 @@ int aggio__stats_set_domains(struct aggio__stats *s, int n,
   return 0;
 }
 
+void aggio__stats_set_cyclic(struct aggio__stats *s, int64_t unit, int groups) {
+  if (s) {
+    s->fd_unit = unit;
+    s->fd_groups = groups;
+  }
+}
+
 void aggio__stats_free(struct aggio__stats *s) {
   free(s->fd_start);
   free(s->fd_end);

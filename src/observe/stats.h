@@ -50,6 +50,8 @@
   X(NODE_LOCAL_BYTES, "file data bytes moved within a node (copies, messages)") \
   X(NODE_LOCAL_FRAGMENTED, "node_local node-calls whose data was fragmented and " \
     "interleaved with other nodes' (two-phase fits better)")                     \
+  X(SUBFILE_WRITERS, "subfiles each rank wrote to, once per file: the subfile count "  \
+                     "when every subfile had one writer")                             \
   X(AGGR_WRITES, "system writes made as an aggregator")                        \
   X(AGGR_WRITE_BYTES, "bytes in system writes made as an aggregator")          \
   X(SYNCS, "fsync calls")                                                      \
@@ -105,6 +107,11 @@ struct aggio__stats {
    * is the one displayed); nfd is 0 until then. */
   int64_t *fd_start, *fd_end;
   int nfd, fd_cap;
+  /* With stripe-cyclic domains (cyclic.h) the ranges are in the call's
+   * domain space: aggregator i had stripes i, i + fd_groups, ... of
+   * fd_unit bytes, fd_end[i] - fd_start[i] bytes of them.  0: contiguous. */
+  int64_t fd_unit;
+  int fd_groups;
 };
 
 static inline void aggio__count(struct aggio__stats *s, enum aggio__counter c,
@@ -137,6 +144,8 @@ struct aggio__stats *aggio__stats_new(int timers);
 /* Records the file domains of a collective call (copied; n entries, one per
  * aggregator in fh->topo.aggr order).  No-op when s is NULL.  0, or
  * AGGIO_ERR_NOMEM (the previous domains are then kept; nothing else fails). */
+/* The domains just recorded are stripe-cyclic (unit > 0) or not (0). */
+void aggio__stats_set_cyclic(struct aggio__stats *s, int64_t unit, int groups);
 int aggio__stats_set_domains(struct aggio__stats *s, int n,
                              const int64_t *start, const int64_t *end);
 

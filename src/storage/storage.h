@@ -59,8 +59,9 @@ struct aggio__store {
   int direct_wanted;         /* the direct_io hint is not "disable" */
   const char *io_node;       /* this rank's I/O node, or "" (the topology's;
                               * filled after the storage opens) */
-  int subfiles;              /* the subfile back end: M for a new layout */
-  int64_t subfile_stripe;    /* and its stripe, bytes */
+  int subfiles;              /* the subfile back end: M for a new layout; */
+  int64_t subfile_stripe;    /* and its stripe, bytes; after open, the file's
+                              * own (0 when not subfiled) */
   struct aggio__obs_state *obs; /* the file's statistics and trace */
   struct aggio__faults *faults; /* AGGIO_FAULTS, or NULL */
   /* learnt at open */
@@ -87,6 +88,8 @@ struct aggio__fs_info {
   int dio_ok;         /* an O_DIRECT descriptor could be opened */
   char fstype[32];    /* "ext4", "tmpfs", "lustre", ... */
   char dio_reason[160]; /* why direct I/O is off, when it is */
+  int subfiles;           /* a subfiled file's layout: subfiles and stripe */
+  int64_t subfile_stripe; /* (0 for any other file) */
 };
 
 struct aggio__storage_ops {

@@ -30,6 +30,7 @@ extern const struct aggio__storage_ops aggio__storage_posix;
 struct subfiles {
   struct aggio__subfile_map map;
   struct aggio__store *child; /* map.count POSIX stores, one per subfile */
+  char *written;              /* [map.count]: this rank wrote to it (statistics) */
   int layout_fd;              /* the layout, for atomic mode's locks; -1 */
 };
 
@@ -125,6 +126,8 @@ static void children_free(struct subfiles *s) {
   }
   free(s->child);
   s->child = NULL;
+  free(s->written);
+  s->written = NULL;
 }
 
 /* The state for a parsed layout: children made, none opened. */
@@ -144,7 +147,8 @@ static struct subfiles *state_for(struct aggio__store *st, const char *text,
   }
   split_path(st->path, dir, base, sizeof dir);
   s->child = calloc((size_t)s->map.count, sizeof *s->child);
-  int bad = !s->child;
+  s->written = calloc((size_t)s->map.count, 1);
+  int bad = !s->child || !s->written;
   for (int k = 0; !bad && k < s->map.count; k++)
     bad = child_init(st, &s->child[k], dir, names[k]) != 0;
   aggio__subfile_names_free(names, s->map.count);
@@ -256,9 +260,13 @@ static int sf_open(struct aggio__store *st, int create, struct aggio__err *e) {
   return e->code;
 }
 
-/* The file system is that of the subfiles (they sit beside the layout). */
+/* The file system is that of the subfiles (they sit beside the layout);
+ * the layout's geometry goes to every rank with it (two-phase fits its
+ * file domains to the subfiles). */
 static void sf_probe(struct aggio__store *st, struct aggio__fs_info *fi) {
   aggio__storage_posix.probe(child(st, 0), fi);
+  fi->subfiles = sf(st)->map.count;
+  fi->subfile_stripe = sf(st)->map.stripe;
 }
 
 static void sf_open_direct(struct aggio__store *st) {
@@ -297,6 +305,16 @@ static void sf_release(struct aggio__store *st) {
 
 /* ---- transfers ------------------------------------------------------------------ */
 
+/* The first write of this rank to subfile k counts one writer of it: the
+ * sum over ranks says whether subfiles were shared (I/O threads write
+ * too, hence the atomic exchange). */
+static void note_writer(struct aggio__store *st, int k) {
+  char one = 1, was;
+  __atomic_exchange(&sf(st)->written[k], &one, &was, __ATOMIC_RELAXED);
+  if (!was)
+    aggio__obs_count(st->obs, AGGIO_C_SUBFILE_WRITERS, 1);
+}
+
 static int sf_pwrite(struct aggio__store *st, const void *vbuf, int64_t len, int64_t off,
                      int flags, struct aggio__err *e) {
   const char *buf = vbuf;
@@ -306,6 +324,7 @@ static int sf_pwrite(struct aggio__store *st, const void *vbuf, int64_t len, int
     aggio__subfile_piece(&sf(st)->map, off, len, &k, &sub_off, &n);
     if (aggio__storage_posix.pwrite(child(st, k), buf, n, sub_off, flags, e) != 0)
       return e->code;
+    note_writer(st, k);
     buf += n, off += n, len -= n;
   }
   return 0;

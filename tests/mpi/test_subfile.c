@@ -10,7 +10,8 @@
  * rank and leaves nothing at the name; aggio_file_delete removes the
  * subfiles too; a bad aggio_subfiles is a clear error; an existing file
  * keeps what it is (EXCL on a layout fails, an ordinary file stays one
- * with the hint reported ignored, a missing subfile fails the open).
+ * with the hint reported ignored, a missing subfile fails the open); with
+ * stripe-cyclic file domains each subfile has one writer.
  *
  * aggio-test-ranks: 1 2 3 4
  */
@@ -70,7 +71,7 @@ static int m_set_size(void *f, MPI_Offset n) { return MPI_File_set_size(*(MPI_Fi
 static const struct writes via_aggio = {a_view, a_write_all, a_write_at, a_set_size};
 static const struct writes via_mpi = {m_view, m_write_all, m_write_at, m_set_size};
 
-static int64_t the_writes(const struct writes *w, void *f) {
+static int64_t the_writes(const struct writes *w, void *f, int collective_only) {
   MPI_Datatype vec;
   MPI_Type_vector(BLOCKS, BLOCK, BLOCK * nprocs, MPI_BYTE, &vec);
   MPI_Type_commit(&vec);
@@ -84,6 +85,12 @@ static int64_t the_writes(const struct writes *w, void *f) {
   rc |= w->write_all(f, buf, BLOCK * BLOCKS, MPI_BYTE, &st);
   rc |= w->set_view(f, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL);
   int64_t end = (int64_t)BLOCK * BLOCKS * nprocs, far = end + 3 * 8192 + 17;
+  if (collective_only) {
+    CHECK(rc == MPI_SUCCESS, "the collective write failed: %s", aggio_error_message());
+    free(buf);
+    MPI_Type_free(&vec);
+    return end;
+  }
   if (rank == 0) {
     for (int i = 0; i < 1000; i++)
       buf[i] = byte_at(far + i, 2);
@@ -205,7 +212,7 @@ static void one_case(const char *strategy, const char *count, int m) {
   snprintf(ref_path, sizeof ref_path, "%s/ref_%s_%s.dat", dir, strategy, count);
   MPI_File mf;
   MPI_File_open(MPI_COMM_WORLD, ref_path, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &mf);
-  int64_t size = the_writes(&via_mpi, &mf);
+  int64_t size = the_writes(&via_mpi, &mf, 0);
   MPI_File_close(&mf);
   MPI_Info info = subfile_info(strategy, count);
   aggio_file fh = AGGIO_FILE_NULL;
@@ -216,7 +223,7 @@ static void one_case(const char *strategy, const char *count, int m) {
     return;
   CHECK(strcmp(fh->st.ops->name, "subfile") == 0 && fh->st.subfiles == m,
         "%s: back end %s with %d subfiles", what, fh->st.ops->name, fh->st.subfiles);
-  CHECK(the_writes(&via_aggio, &fh) == size, "sizes");
+  CHECK(the_writes(&via_aggio, &fh, 0) == size, "sizes");
   CHECK(aggio_file_sync(fh) == AGGIO_SUCCESS, "%s: sync: %s", what, aggio_error_message());
   CHECK(aggio_file_close(&fh) == AGGIO_SUCCESS, "%s: close: %s", what, aggio_error_message());
   check_on_disk(path, m);
@@ -236,6 +243,55 @@ static void one_case(const char *strategy, const char *count, int m) {
     char sub[700];
     snprintf(sub, sizeof sub, "%s.subfile.0.of.%d", path, m);
     CHECK(access(path, F_OK) != 0 && access(sub, F_OK) != 0, "%s: delete left files", what);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+/* One writer per subfile: with stripe-cyclic file domains (a subfiled
+ * file's default) nprocs aggregators over nprocs subfiles write one
+ * subfile each, the statistics' writer count is the subfile count, and the
+ * bytes are the MPI library's; contiguous domains (asked for) make every
+ * aggregator write to every subfile its range crosses, which the count
+ * shows (so it can tell them apart). */
+static void writers(const char *domains) {
+  char path[600], ref_path[600], m[16];
+  snprintf(path, sizeof path, "%s/sub_writers_%s.dat", dir, domains);
+  snprintf(ref_path, sizeof ref_path, "%s/ref_writers_%s.dat", dir, domains);
+  snprintf(m, sizeof m, "%d", nprocs);
+  MPI_File mf;
+  MPI_File_open(MPI_COMM_WORLD, ref_path, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &mf);
+  int64_t size = the_writes(&via_mpi, &mf, 1);
+  MPI_File_close(&mf);
+  MPI_Info info = subfile_info("two_phase", m);
+  MPI_Info_set(info, "cb_nodes", m);
+  MPI_Info_set(info, "aggio_cb_domains", domains);
+  MPI_Info_set(info, "aggio_stats", "true");
+  aggio_file fh = AGGIO_FILE_NULL;
+  int rc = aggio_file_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, info, &fh);
+  MPI_Info_free(&info);
+  CHECK(rc == AGGIO_SUCCESS, "writers %s: open: %s", domains, aggio_error_message());
+  if (rc != AGGIO_SUCCESS)
+    return;
+  the_writes(&via_aggio, &fh, 1);
+  long long mine = fh->obs.stats ? fh->obs.stats->c[AGGIO_C_SUBFILE_WRITERS] : -1, all = 0;
+  MPI_Allreduce(&mine, &all, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+  CHECK(aggio_file_close(&fh) == AGGIO_SUCCESS, "writers %s: close: %s", domains,
+        aggio_error_message());
+  if (strcmp(domains, "contiguous") == 0)
+    CHECK(nprocs == 1 || all > nprocs, "contiguous domains: %lld writers of %d subfiles", all,
+          nprocs);
+  else
+    CHECK(all == nprocs, "%s domains: %lld writers of %d subfiles", domains, all, nprocs);
+  int64_t n = 0;
+  char *ref = slurp(ref_path, &n);
+  CHECK(ref && n == size, "writers %s: reference of %lld bytes", domains, (long long)n);
+  if (ref && n == size)
+    read_back(MPI_COMM_WORLD, path, ref, size, domains);
+  free(ref);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0) {
+    unlink(ref_path);
+    aggio_file_delete(path, MPI_INFO_NULL);
   }
   MPI_Barrier(MPI_COMM_WORLD);
 }
@@ -375,6 +431,8 @@ int main(int argc, char **argv) {
     one_case(strategies[s], "3", 3);
   one_case("auto", "1", 1);
   one_case("two_phase", "auto", 1); /* one node here: one subfile */
+  writers("automatic");
+  writers("contiguous");
   sizes_and_atomic();
   cannot_create();
   existing_files();

@@ -189,6 +189,71 @@ static int split_mine(struct tp *t) {
   return 0;
 }
 
+/* The same with stripe-cyclic domains: one piece per stripe, at its
+ * domain-space offset; a group's pieces keep file order, so each list
+ * stays sorted. */
+static int split_mine_cyclic(struct tp *t) {
+  const struct aggio__extents *f = &t->op->acc.file;
+  int64_t spos = 0;
+  for (size_t i = 0; i < f->n; i++) {
+    int64_t off = f->v[i].off, len = f->v[i].len;
+    while (len > 0) {
+      int g;
+      int64_t v = aggio__cyclic_to_domain(&t->cyc, off, &g);
+      int64_t take = aggio__cyclic_run(&t->cyc, off, len);
+      if (piece_push(&t->mine[g], v, take, spos) != 0)
+        return AGGIO_ERR_NOMEM;
+      off += take;
+      spos += take;
+      len -= take;
+    }
+  }
+  return 0;
+}
+
+/* ---- the file, seen from the domain space ------------------------------------------ */
+
+/* Writes len bytes at domain-space offset v: one write with contiguous
+ * domains, one per stripe piece with cyclic ones (consecutive pieces of
+ * a group are consecutive in its subfile). */
+static int tp_pwrite(struct tp *t, const char *buf, int64_t len, int64_t v, int flags,
+                     struct aggio__err *e) {
+  int rc = 0;
+  while (rc == 0 && len > 0) {
+    int64_t n = aggio__cyclic_run(&t->cyc, v, len);
+    rc = aggio__pwrite(t->fh, buf, n, aggio__cyclic_to_file(&t->cyc, v), flags, e);
+    buf += n;
+    v += n;
+    len -= n;
+  }
+  return rc;
+}
+
+/* Reads up to len bytes at domain-space offset v.  A short piece is the
+ * end of file: the group's later pieces lie further on, so *got counts
+ * the bytes before it, and *eof is its file offset (INT64_MAX when none). */
+static int tp_pread(struct tp *t, char *buf, int64_t len, int64_t v, int64_t *got,
+                    int64_t *eof, struct aggio__err *e) {
+  *got = 0;
+  *eof = INT64_MAX;
+  while (len > 0) {
+    int64_t n = aggio__cyclic_run(&t->cyc, v, len), g = 0;
+    int64_t off = aggio__cyclic_to_file(&t->cyc, v);
+    int rc = aggio__pread(t->fh, buf, n, off, &g, AGGIO_IO_AGGREGATOR, e);
+    if (rc != 0)
+      return rc;
+    *got += g;
+    if (g < n) {
+      *eof = off + g;
+      return 0;
+    }
+    buf += n;
+    v += n;
+    len -= n;
+  }
+  return 0;
+}
+
 static void buffers_of(struct tp *t) {
   struct tp_file *f = t->f;
   char *base = f->own;
@@ -198,6 +263,16 @@ static void buffers_of(struct tp *t) {
     t->slot[s].hdr = (struct tp_header *)base;
     t->slot[s].buf = base ? base + f->align + s * f->slot : NULL;
   }
+}
+
+/* The stripe of this call's cyclic domains and their group count (G,
+ * cyclic.h), or 0: contiguous domains.  Every rank has the same hints,
+ * atomic mode and layout, so every rank makes the same choice. */
+static int64_t call_unit(struct tp *t, int *groups) {
+  aggio_file fh = t->fh;
+  *groups = aggio__cyclic_groups(fh->topo.naggr, fh->st.subfiles);
+  return aggio__cyclic_unit(fh->hints.cb_domains.str, fh->atomic, fh->st.subfiles,
+                            fh->st.subfile_stripe, fh->hints.striping_unit.num);
 }
 
 /* Everything the call needs that does not depend on other ranks: domains,
@@ -219,8 +294,15 @@ static int plan_call(struct tp *t) {
     if (!t->theirs || !t->their_cursor || !t->window)
       return AGGIO_ERR_NOMEM;
   }
-  int64_t align = fh->hints.striping_unit.num > 0 ? fh->hints.striping_unit.num : fh->st.block;
-  aggio__file_domains(s->lo, s->hi, A, align, t->fd_lo, t->fd_hi);
+  int groups;
+  int64_t unit = call_unit(t, &groups);
+  aggio__cyclic_init(&t->cyc, unit, groups, s->lo, s->hi);
+  if (unit > 0) {
+    aggio__cyclic_domains(&t->cyc, s->lo, s->hi, A, t->fd_lo, t->fd_hi);
+  } else {
+    int64_t align = fh->hints.striping_unit.num > 0 ? fh->hints.striping_unit.num : fh->st.block;
+    aggio__file_domains(s->lo, s->hi, A, align, t->fd_lo, t->fd_hi);
+  }
   int64_t largest = 0;
   for (int i = 0; i < A; i++)
     largest = t->fd_hi[i] - t->fd_lo[i] > largest ? t->fd_hi[i] - t->fd_lo[i] : largest;
@@ -228,13 +310,14 @@ static int plan_call(struct tp *t) {
   t->nrounds = aggio__round_count(A, t->fd_lo, t->fd_hi, t->cb);
   if (fh->obs.stats) {
     aggio__stats_set_domains(fh->obs.stats, A, t->fd_lo, t->fd_hi);
+    aggio__stats_set_cyclic(fh->obs.stats, unit, groups);
     int active = 0;
     for (int i = 0; i < A; i++)
       active += t->fd_hi[i] > t->fd_lo[i];
     if (active > 0)
       fh->obs.stats->c[aggio__active_bucket(active, A)]++;
   }
-  return split_mine(t);
+  return unit > 0 ? split_mine_cyclic(t) : split_mine(t);
 }
 
 static int round_begin(struct aggio__op *op);
@@ -338,9 +421,11 @@ static int read_holes(struct tp *t, struct slot *sl) {
     t->fh->obs.stats->c[AGGIO_C_RMW_COUNT]++;
     t->fh->obs.stats->c[AGGIO_C_RMW_BYTES] += b - a;
   }
+  /* atomic mode has contiguous domains: the span is the file's */
   if (t->fh->atomic && t->fh->st.ops->lock(&t->fh->st, a, b - a, 1, &t->op->err) != 0)
     return t->op->err.code;
-  int rc = aggio__pread(t->fh, p, b - a, a, &got, AGGIO_IO_AGGREGATOR, &t->op->err);
+  int64_t eof;
+  int rc = tp_pread(t, p, b - a, a, &got, &eof, &t->op->err);
   if (rc == 0 && got < b - a)
     memset(p + got, 0, (size_t)(b - a - got));
   return rc;
@@ -352,8 +437,8 @@ static int write_slot(struct slot *sl, struct aggio__err *e) {
   int flags = AGGIO_IO_AGGREGATOR | AGGIO_IO_DIRECT_OK;
   int rc = 0;
   if (sl->rmw) {
-    rc = aggio__pwrite(t->fh, tp_buf_at(t, sl->buf, sl->lo, span_lo(sl)),
-                       span_hi(sl) - span_lo(sl), span_lo(sl), flags, e);
+    rc = tp_pwrite(t, tp_buf_at(t, sl->buf, sl->lo, span_lo(sl)), span_hi(sl) - span_lo(sl),
+                   span_lo(sl), flags, e);
     if (t->fh->atomic) {
       struct aggio__err ue = {0};
       t->fh->st.ops->lock(&t->fh->st, span_lo(sl), span_hi(sl) - span_lo(sl), -1, &ue);
@@ -362,7 +447,7 @@ static int write_slot(struct slot *sl, struct aggio__err *e) {
   }
   for (size_t i = 0; rc == 0 && i < sl->runs.n; i++) {
     const struct aggio__extent *x = &sl->runs.v[i];
-    rc = aggio__pwrite(t->fh, tp_buf_at(t, sl->buf, sl->lo, x->off), x->len, x->off, flags, e);
+    rc = tp_pwrite(t, tp_buf_at(t, sl->buf, sl->lo, x->off), x->len, x->off, flags, e);
   }
   return rc;
 }
@@ -457,14 +542,14 @@ static int read_window(struct tp *t, struct slot *sl) {
   const struct aggio__extent *v = whole ? &span : sl->runs.v;
   size_t n = whole ? 1 : sl->runs.n;
   for (size_t i = 0; i < n; i++) {
-    int64_t got = 0;
-    int rc = aggio__pread(t->fh, tp_buf_at(t, sl->buf, sl->lo, v[i].off), v[i].len, v[i].off,
-                          &got, AGGIO_IO_AGGREGATOR, &t->op->err);
+    int64_t got = 0, eof;
+    int rc = tp_pread(t, tp_buf_at(t, sl->buf, sl->lo, v[i].off), v[i].len, v[i].off, &got,
+                      &eof, &t->op->err);
     if (rc != 0)
       return rc;
     if (got < v[i].len) {
-      sl->hdr->valid_end[s] = v[i].off + got;
-      aggio__op_saw_eof(t->op, v[i].off + got);
+      sl->hdr->valid_end[s] = v[i].off + got; /* domain space, as the exchange's offsets */
+      aggio__op_saw_eof(t->op, eof);
       return 0;
     }
   }

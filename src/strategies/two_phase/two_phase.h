@@ -16,6 +16,7 @@
 #ifndef AGGIO_TWO_PHASE_H
 #define AGGIO_TWO_PHASE_H
 
+#include "cyclic.h"
 #include "engine.h"
 #include "shm.h"
 
@@ -114,7 +115,9 @@ struct tp {
   aggio_file fh;
   struct tp_file *f;
   int naggr, me;           /* me: my aggregator index, or -1 */
-  int64_t *fd_lo, *fd_hi;  /* file domains */
+  int64_t *fd_lo, *fd_hi;  /* file domains, in the domain space of cyc */
+  struct aggio__cyclic cyc; /* the domain space: the file's own offsets, or
+                             * stripe-cyclic (cyclic.h) */
   int64_t cb, nrounds, k;  /* bytes per round, rounds, current round */
   int shm;                 /* same-node copies through shared memory */
   int pipeline;            /* writes on the pool's threads */
