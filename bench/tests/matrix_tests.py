@@ -2,12 +2,12 @@
 """Unit tests of bench/matrix's planning, figures and report (no MPI, no
 runs): the patterns' aggio-bench and IOR command lines, rank counts, the
 interleaved order, ratios against the best FPP and MPI-IO configurations,
-memory and 4 KiB call figures, targets, and the report's tables; and
-bench/exchange's plan and table.
+memory and 4 KiB call figures, targets, and the report's tables;
+bench/exchange's plan and table; and bench/subfiling's launches.
 
   bench/tests/matrix_tests.py [-v]
 
-CTest runs it as bench.matrix.plan.  Nothing runs at import; main(argv)
+CTest runs it as bench.matrix.unit.  Nothing runs at import; main(argv)
 runs the tests.
 """
 import datetime
@@ -366,17 +366,21 @@ class Report(unittest.TestCase):
             self.assertIn(part, text)
 
 
-def load_exchange():
-    """bench/exchange (a script without .py) as a module."""
+def load_script(name):
+    """bench/<name> (a script without .py) as a module."""
     import importlib.machinery
     import importlib.util
     load()
-    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "exchange")
-    loader = importlib.machinery.SourceFileLoader("bench_exchange", path)
-    spec = importlib.util.spec_from_loader("bench_exchange", loader)
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), name)
+    loader = importlib.machinery.SourceFileLoader(f"bench_{name}", path)
+    spec = importlib.util.spec_from_loader(f"bench_{name}", loader)
     mod = importlib.util.module_from_spec(spec)
     loader.exec_module(mod)
     return mod
+
+
+def load_exchange():
+    return load_script("exchange")
 
 
 class Exchange(unittest.TestCase):
@@ -431,6 +435,77 @@ class Exchange(unittest.TestCase):
         text = self.ex.table(res)
         self.assertIn("| 4x2 | ior-hard | rma (rma) | 150 (150–150) | 100 (100–100) | 1.50 | "
                       "0.50 | 1/1 |", text)
+
+
+def file_bytes(flags, ranks):
+    """The bytes of the file aggio-bench's flags make at `ranks` ranks
+    (bench/patterns.c: segmented -s x ranks x -b; HACC -s x ranks x
+    --particles x 38)."""
+    segs = int(flag(flags, "-s"))
+    if "--particles" in flags:
+        return segs * ranks * int(flag(flags, "--particles")) * 38
+    b = flag(flags, "-b")
+    return segs * ranks * (int(b[:-1]) << 20 if b.endswith("m") else int(b))
+
+
+class Subfiling(unittest.TestCase):
+    """bench/subfiling: every launch of a group on a file of --bytes, the
+    readers at any rank count over the writers' file."""
+
+    def setUp(self):
+        self.sf = load_script("subfiling")
+
+    def test_patterns_include_hacc(self):
+        self.assertEqual(set(self.sf.PATTERNS),
+                         {"segmented-1m", "ior-hard", "hacc-aos", "hacc-soa"})
+
+    def test_every_reader_reads_the_file_written(self):
+        total = 512 << 20
+        for pattern in self.sf.PATTERNS:
+            for n, most in ((2, 8), (4, 8), (8, 8), (2, 2)):
+                groups = self.sf.runs_of("openmpi", pattern, n, most, total, "/data")
+                launches = [x for g in groups for x in g]
+                self.assertEqual([x[0] for x in launches],
+                                 ["FPP", "FPP-odirect", "AGGIO-shared", "AGGIO-subfiles"]
+                                 + [f"read-by-{r}" for r in self.sf.readers(n, most)])
+                sizes = {file_bytes(flags, r) for _, r, flags, _ in launches}
+                self.assertEqual(len(sizes), 1, (pattern, n))
+                size = sizes.pop()
+                self.assertLessEqual(size, total)
+                self.assertGreater(size, total * 0.99, (pattern, n))
+                for label, r, flags, _ in launches:
+                    self.assertEqual("-F" in flags, label.startswith("FPP"))
+                    self.assertEqual("-R" in flags, label.startswith("read-by-"))
+                    if pattern.startswith("hacc-"):
+                        self.assertEqual(flag(flags, "--pattern"), pattern)
+                        self.assertEqual(flag(flags, "-s"), "1")
+
+    def test_a_read_of_part_of_the_file_fails(self):
+        recs = {"AGGIO-subfiles": {"bytes": {"file": 100}},
+                "read-by-1": {"bytes": {"read": 100}}, "read-by-2": {"bytes": {"read": 50}},
+                "read-by-4": None}
+        group = [(label, 1, [], "/nonexistent/f") for label in recs]
+        self.sf.launch_one = lambda args, binary, key, *rest: recs[key[3]]
+        failures = self.sf.run_group(None, "aggio-bench", ("openmpi", "hacc-aos", 2), group,
+                                     None, {})
+        self.assertEqual(failures, ["openmpi hacc-aos N=2 read-by-2: read 50 of the 100 bytes "
+                                    "written", "openmpi hacc-aos N=2 read-by-4"])
+
+    def test_dry_run_prints_hacc_launches(self):
+        import contextlib
+        import io
+        import tempfile
+        with tempfile.TemporaryDirectory() as tmp:
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                rc = self.sf.main(["--dry-run", "--quick", "--binary", "mpich=aggio-bench",
+                                   "--json", os.path.join(tmp, "r.jsonl"),
+                                   "--dir", os.path.join(tmp, "d")])
+        self.assertEqual(rc, 0)
+        text = out.getvalue()
+        for pattern in ("hacc-aos", "hacc-soa"):
+            self.assertIn(f"[mpich {pattern} 2] read-by-1: mpiexec.mpich -n 1 aggio-bench", text)
+            self.assertIn(f"--pattern {pattern} -s 1", text)
 
 
 def main(argv):
