@@ -466,7 +466,8 @@ class Subfiling(unittest.TestCase):
                 groups = self.sf.runs_of("openmpi", pattern, n, most, total, "/data")
                 launches = [x for g in groups for x in g]
                 self.assertEqual([x[0] for x in launches],
-                                 ["FPP", "FPP-odirect", "AGGIO-shared", "AGGIO-subfiles"]
+                                 ["FPP", "FPP-odirect", "AGGIO-shared", "AGGIO-subfiles-2p",
+                                  "AGGIO-subfiles"]
                                  + [f"read-by-{r}" for r in self.sf.readers(n, most)])
                 sizes = {file_bytes(flags, r) for _, r, flags, _ in launches}
                 self.assertEqual(len(sizes), 1, (pattern, n))
