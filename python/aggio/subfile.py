@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 
+from . import benchrun  # the MPI join's tool and launcher, for either MPI library
 from .argtypes import parse_size, positive_int
 from .subfile_layout import (FORMAT_VERSION, Layout, LayoutError, NotALayout, format_layout,
                              logical_size, name_problem, parse_layout, runs, shares,
@@ -304,7 +305,6 @@ def copy_serially(fd: int, tmp: str, layout: Layout, paths: list[str], sizes: li
 # directories of the source tree this package sits in.
 
 def find_join_tool() -> str:
-    from . import benchrun
     try:
         found = benchrun.locate_program("aggio-subfile-join", "src",
                                         os.environ.get("AGGIO_SUBFILE_JOIN"))
@@ -318,7 +318,6 @@ def find_join_tool() -> str:
 
 def run_join_tool(path: str, tmp: str, nranks: int, mpiexec: str | None) -> None:
     """The MPI job that writes the single file at tmp (which exists)."""
-    from . import benchrun  # the launcher for either MPI library
     tool = find_join_tool()
     cmd, env, _ = benchrun.launcher(tool, nranks, mpiexec)
     env.pop("AGGIO_HINTS", None)
