@@ -28,7 +28,7 @@
 #ifndef GEN_AGGIO
 #include "mpiio_common.h" /* mpiio_under_aggio() */
 #endif
-#include "subfile_map.h" /* files aggio stored as subfiles (aggio_subfiles) */
+#include "subfile_read.h" /* files aggio stored as subfiles (aggio_subfiles) */
 
 struct options {
   uint64_t seed;
@@ -190,42 +190,29 @@ static void write_holes(const struct gen_file_info *fi, const char *path) {
  * comparisons read the program's logical bytes.  0, or -1 when the layout
  * or a subfile cannot be read. */
 static int join_subfiles(const char *path) {
-  char text[1 << 16] = "", msg[256], dir[4096], part[8300], tmp[4200];
-  FILE *in = fopen(path, "rb");
-  size_t n = in ? fread(text, 1, sizeof text - 1, in) : 0;
-  if (in)
-    fclose(in);
-  text[n] = '\0';
-  if (!aggio__subfile_is_layout(text))
-    return 0;
-  struct aggio__subfile_map m;
-  char **names = NULL;
-  if (aggio__subfile_layout_parse(text, &m, &names, msg, sizeof msg) != 0)
+  struct subfile_read sf;
+  if (subfile_read_open(&sf, path) != 0)
     return -1;
-  snprintf(dir, sizeof dir, "%s", path);
-  char *slash = strrchr(dir, '/');
-  snprintf(slash ? slash : dir, sizeof dir - (size_t)(slash ? slash - dir : 0), "%s",
-           slash ? "" : ".");
+  int64_t size = sf.layout ? subfile_read_size(&sf) : 0;
+  char tmp[4200], part[8300];
+  unsigned char *b = size > 0 ? malloc((size_t)size) : NULL;
+  int rc = !sf.layout ? 0 : size < 0 || (size > 0 && !b) ? -1 : 0;
+  if (sf.layout && rc == 0 && subfile_read_pread(&sf, b, size, 0) != size)
+    rc = -1;
   snprintf(tmp, sizeof tmp, "%s.joined", path);
-  FILE *out = fopen(tmp, "wb");
-  int rc = out ? 0 : -1;
-  for (int k = 0; rc == 0 && k < m.count; k++) {
-    snprintf(part, sizeof part, "%s/%s", dir, names[k]);
-    FILE *sub = fopen(part, "rb");
-    rc = sub ? 0 : -1;
-    for (int64_t at = 0, c; sub && (c = getc(sub)) != EOF; at++) {
-      int64_t row = at / m.stripe, logical = (row * m.count + k) * m.stripe + at % m.stripe;
-      if (fseek(out, (long)logical, SEEK_SET) != 0 || putc((int)c, out) == EOF)
-        rc = -1;
-    }
-    if (sub)
-      fclose(sub);
-    unlink(part);
-  }
-  aggio__subfile_names_free(names, m.count);
+  FILE *out = sf.layout && rc == 0 ? fopen(tmp, "wb") : NULL;
+  if (sf.layout && rc == 0 && (!out || fwrite(b, 1, (size_t)size, out) != (size_t)size))
+    rc = -1;
   if (out && fclose(out) != 0)
     rc = -1;
-  return rc == 0 ? rename(tmp, path) : -1;
+  for (int k = 0; sf.layout && k < sf.map.count; k++) {
+    subfile_read_part(&sf, k, part, sizeof part);
+    unlink(part);
+  }
+  int layout = sf.layout;
+  subfile_read_close(&sf);
+  free(b);
+  return !layout || rc != 0 ? rc : rename(tmp, path);
 }
 
 /* After the last close: each file against the content the program must

@@ -23,7 +23,7 @@
 
 #include "harness.h"
 #include "internal.h"
-#include "subfile_map.h"
+#include "subfile_read.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -260,38 +260,13 @@ static int acknowledged(const struct run *r, int call) {
 }
 
 /* pread of the logical file: through the subfiles when the file at the
- * name is a subfiled layout (docs/subfiling.md), read here with POSIX and
- * the format's arithmetic, not with aggio. */
-static ssize_t logical_pread(const char *path, int fd, unsigned char *buf, int64_t len,
-                             int64_t off) {
-  char text[4096] = "", msg[128], sub[700];
-  ssize_t n = pread(fd, text, sizeof text - 1, 0);
-  text[n > 0 ? n : 0] = '\0';
-  struct aggio__subfile_map m;
-  char **names = NULL;
-  if (!aggio__subfile_is_layout(text) ||
-      aggio__subfile_layout_parse(text, &m, &names, msg, sizeof msg) != 0)
-    return pread(fd, buf, (size_t)len, off);
-  const char *slash = strrchr(path, '/');
-  int dirlen = slash ? (int)(slash - path) : 1;
-  ssize_t got = 0;
-  while (got < len) {
-    int k;
-    int64_t so, piece;
-    aggio__subfile_piece(&m, off + got, len - got, &k, &so, &piece);
-    snprintf(sub, sizeof sub, "%.*s/%s", dirlen, slash ? path : ".", names[k]);
-    int sfd = open(sub, O_RDONLY);
-    ssize_t r = sfd < 0 ? -1 : pread(sfd, buf + got, (size_t)piece, so);
-    if (sfd >= 0)
-      close(sfd);
-    if (r <= 0)
-      break;
-    got += r;
-    if (r < piece)
-      break;
-  }
-  aggio__subfile_names_free(names, m.count);
-  return got;
+ * name is a subfiled layout (tests/subfile_read.h: POSIX and the format's
+ * arithmetic, not aggio). */
+static ssize_t logical_pread(const char *path, unsigned char *buf, int64_t len, int64_t off) {
+  struct subfile_read sf;
+  int64_t got = subfile_read_open(&sf, path) == 0 ? subfile_read_pread(&sf, buf, len, off) : -1;
+  subfile_read_close(&sf);
+  return (ssize_t)got;
 }
 
 /* 1 when the expected bytes are in the file; else says where not. */
@@ -307,7 +282,7 @@ static int in_file(const struct run *r, const struct expect *e, char *why, size_
   int ok = 1;
   for (int i = 0; i < e->count && ok; i++) {
     int64_t off = e->off + i * e->stride;
-    ssize_t k = logical_pread(r->path[e->file], fd, got, e->len, off);
+    ssize_t k = logical_pread(r->path[e->file], got, e->len, off);
     for (int64_t j = 0; j < e->len && ok; j++) {
       if (j < k && got[j] == pat(e->seed, off + j))
         continue;
