@@ -611,12 +611,16 @@ static void hints_changed(aggio_file fh, struct aggio__err *e) {
 }
 
 /* The back end holds the open file, so it stays what open chose; a new
- * aggio_storage value is kept in the hints, marked ignored. */
+ * aggio_storage value is kept in the hints, marked ignored.  A subfiled
+ * file's aggio_storage is honoured when it names the file's back end
+ * (subfile) or its subfiles' (posix, or null). */
 static void keep_storage(aggio_file fh, struct aggio__hints *h) {
-  if (strcmp(h->storage.str, fh->st.ops->name) == 0)
+  const struct aggio__storage_ops *asked = aggio__storage_find(h->storage.str);
+  if (asked == fh->st.ops || (asked && asked == fh->st.subfile_ops))
     return;
   snprintf(h->storage.ignored, sizeof h->storage.ignored,
-           "the storage back end is chosen at open: still %s", fh->st.ops->name);
+           "the storage back end is chosen at open: still %s",
+           (fh->st.subfile_ops ? fh->st.subfile_ops : fh->st.ops)->name);
 }
 
 /* The hints a set_view brings, gathered on this rank alone: they are

@@ -4,7 +4,9 @@
  * A reader needs no hint: a layout at the name opens through its subfiles,
  * with whatever rank count.  A writer asks with aggio_subfiles; an ordinary
  * file that already holds data keeps being one (turning it into subfiles
- * would hide its bytes), and the hint says so in MPI_File_get_info.
+ * would hide its bytes), and the hint says so in MPI_File_get_info.  With
+ * aggio_storage=null the subfiles are null stores and the layout stays in
+ * memory: nothing at the name is looked at, nothing is written.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -15,7 +17,8 @@
 #include "subfile_map.h"
 #include "subfiling.h"
 
-extern const struct aggio__storage_ops aggio__storage_posix, aggio__storage_subfile;
+extern const struct aggio__storage_ops aggio__storage_posix, aggio__storage_null,
+    aggio__storage_subfile;
 
 enum { NAME_FREE, NAME_DATA, NAME_LAYOUT }; /* what lies at the file's name */
 
@@ -65,6 +68,12 @@ static void ignored(struct aggio__hint_value *h, const char *why) {
     snprintf(h->ignored, sizeof h->ignored, "%s", why);
 }
 
+/* The subfile back end, each subfile a store of `children`. */
+static void subfiled(aggio_file fh, const struct aggio__storage_ops *children) {
+  fh->st.ops = &aggio__storage_subfile;
+  fh->st.subfile_ops = children;
+}
+
 int aggio__subfiling_choose(aggio_file fh, struct aggio__err *e) {
   int m = 0;
   int64_t stripe = 0;
@@ -72,6 +81,17 @@ int aggio__subfiling_choose(aggio_file fh, struct aggio__err *e) {
     snprintf(fh->hints.subfiles.str, sizeof fh->hints.subfiles.str, "auto");
   if (subfiles_wanted(fh, &m, e) != 0 || stripe_wanted(fh, &stripe, e) != 0)
     return e->code;
+  fh->st.subfiles = m;
+  fh->st.subfile_stripe = stripe;
+  fh->st.subfile_ops = NULL;
+  if (fh->st.ops == &aggio__storage_null) {
+    /* No disk, so no file at the name to look at (reading a layout is
+     * POSIX's): the subfiles of a null file are null stores, which is how
+     * the SimGrid build runs subfiles per I/O node. */
+    if (m != 0)
+      subfiled(fh, &aggio__storage_null);
+    return 0;
+  }
   if (fh->st.ops != &aggio__storage_posix && fh->st.ops != &aggio__storage_subfile) {
     ignored(&fh->hints.subfiles, "this storage back end stores no subfiles");
     return 0;
@@ -81,17 +101,15 @@ int aggio__subfiling_choose(aggio_file fh, struct aggio__err *e) {
   int create = (fh->amode & MPI_MODE_CREATE) != 0;
   if (name == NAME_LAYOUT) {
     ignored(&fh->hints.subfiles, "the file is subfiled already: it keeps its layout");
-    fh->st.ops = &aggio__storage_subfile;
+    subfiled(fh, &aggio__storage_posix);
   } else if (m != 0 && name == NAME_DATA) {
     ignored(&fh->hints.subfiles, "the file exists as one file with data: it stays one");
     fh->st.ops = &aggio__storage_posix;
   } else if (m != 0 && create) {
-    fh->st.ops = &aggio__storage_subfile;
+    subfiled(fh, &aggio__storage_posix);
   } else {
     fh->st.ops = &aggio__storage_posix;
   }
-  fh->st.subfiles = m;
-  fh->st.subfile_stripe = stripe;
   return 0;
 }
 

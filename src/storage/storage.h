@@ -11,7 +11,8 @@
  *          which simulates no file I/O;
  *   subfile storage_subfile.c, one logical file as M subfiles beside a
  *          layout file (docs/subfiling.md), chosen by the core when
- *          aggio_subfiles asks for it or the file is such a layout.
+ *          aggio_subfiles asks for it or the file is such a layout; each
+ *          subfile is a store of posix, or of null with aggio_storage=null.
  * A tier back end would fill the same table.
  *
  * Every call may run on any thread (the calling thread or an I/O thread of
@@ -62,6 +63,10 @@ struct aggio__store {
   int subfiles;              /* the subfile back end: M for a new layout; */
   int64_t subfile_stripe;    /* and its stripe, bytes; after open, the file's
                               * own (0 when not subfiled) */
+  /* and the back end of each subfile: posix, or null (aggio_storage=null,
+   * e.g. SimGrid: the layout lives in memory and nothing reaches a disk);
+   * NULL when the file is not subfiled */
+  const struct aggio__storage_ops *subfile_ops;
   struct aggio__obs_state *obs; /* the file's statistics and trace */
   struct aggio__faults *faults; /* AGGIO_FAULTS, or NULL */
   /* learnt at open */

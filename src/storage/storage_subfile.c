@@ -2,9 +2,11 @@
  * storage_subfile.c - the subfiling back end (storage.h, docs/subfiling.md):
  * one logical file stored as M subfiles beside a small layout file at the
  * logical name.  Every transfer is cut at stripe boundaries and each piece
- * goes to its subfile through the POSIX back end, one child store per
- * subfile, so direct I/O, short transfers, faults and the counters work as
- * for an ordinary file.  The mapping is src/plan/subfile_map.c.
+ * goes to its subfile through a child store of the subfiles' own back end
+ * (st->subfile_ops): POSIX, so direct I/O, short transfers, faults and
+ * the counters work as for an ordinary file; or null (aggio_storage=null,
+ * the SimGrid build), where the layout is made in memory on every rank and
+ * nothing is written or read on disk.  The mapping is src/plan/subfile_map.c.
  *
  * Chosen by the core (file.c) when aggio_subfiles asks for a new subfiled
  * file, or when the file at the name is a layout (any reader, any hints).
@@ -29,12 +31,19 @@ extern const struct aggio__storage_ops aggio__storage_posix;
 
 struct subfiles {
   struct aggio__subfile_map map;
-  struct aggio__store *child; /* map.count POSIX stores, one per subfile */
+  struct aggio__store *child; /* map.count stores, one per subfile, each
+                               * calling its own ops (st->subfile_ops) */
   char *written;              /* [map.count]: this rank wrote to it (statistics) */
   int layout_fd;              /* the layout, for atomic mode's locks; -1 */
 };
 
 static struct subfiles *sf(struct aggio__store *st) { return st->state; }
+
+/* Only POSIX subfiles have a layout file and subfiles on disk; null ones
+ * (aggio_storage=null) have a layout in memory and nothing else. */
+static int on_disk(const struct aggio__store *st) {
+  return st->subfile_ops == &aggio__storage_posix;
+}
 
 /* ---- the layout ------------------------------------------------------------------- */
 
@@ -87,12 +96,12 @@ static void split_path(const char *path, char *dir, char *base, size_t len) {
 
 /* ---- the children -------------------------------------------------------------- */
 
-/* Child k: a POSIX store of subfile `name` in dir, seeing what the parent
- * sees (statistics, faults, messages). */
+/* Child k: a store of subfile `name` in dir, of the subfiles' back end,
+ * seeing what the parent sees (statistics, faults, messages). */
 static int child_init(struct aggio__store *st, struct aggio__store *c, const char *dir,
                       const char *name) {
   *c = *st;
-  c->ops = &aggio__storage_posix;
+  c->ops = st->subfile_ops;
   c->state = NULL;
   c->opened = 0;
   size_t n = strlen(dir) + strlen(name) + 2;
@@ -121,7 +130,7 @@ static void sf_configured(struct aggio__store *st) {
 static void children_free(struct subfiles *s) {
   for (int k = 0; s->child && k < s->map.count; k++) {
     if (s->child[k].state)
-      aggio__storage_posix.release(&s->child[k]);
+      s->child[k].ops->release(&s->child[k]);
     free((char *)s->child[k].path);
   }
   free(s->child);
@@ -163,18 +172,24 @@ static struct subfiles *state_for(struct aggio__store *st, const char *text,
 
 /* ---- opening ------------------------------------------------------------------ */
 
-/* A new layout at st->path (MPI_MODE_EXCL honoured by its creation), then
- * its subfiles, emptied: bytes of an older layout's subfiles of the same
- * names must not show through. */
-static char *create_layout(struct aggio__store *st, int *fd, struct aggio__err *e) {
+/* The text of a new layout from the hints (st->subfiles, st->subfile_stripe). */
+static char *new_layout(struct aggio__store *st, struct aggio__err *e) {
   char dir[4096], base[4096];
   split_path(st->path, dir, base, sizeof dir);
   struct aggio__subfile_map m = {st->subfile_stripe, st->subfiles};
   char *text = aggio__subfile_layout_text(&m, base);
-  if (!text) {
+  if (!text)
     aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: out of memory", st->rank);
+  return text;
+}
+
+/* A new layout at st->path (MPI_MODE_EXCL honoured by its creation), then
+ * its subfiles, emptied: bytes of an older layout's subfiles of the same
+ * names must not show through. */
+static char *create_layout(struct aggio__store *st, int *fd, struct aggio__err *e) {
+  char *text = new_layout(st, e);
+  if (!text)
     return NULL;
-  }
   *fd = open(st->path, O_RDWR | O_CREAT | O_TRUNC | ((st->amode & MPI_MODE_EXCL) ? O_EXCL : 0),
              0666);
   if (*fd < 0) {
@@ -210,9 +225,9 @@ static int open_children(struct aggio__store *st, int create, struct aggio__err 
   struct subfiles *s = sf(st);
   for (int k = 0; k < s->map.count; k++) {
     struct aggio__store *c = child(st, k);
-    if (aggio__storage_posix.open(c, create, e) != 0)
+    if (c->ops->open(c, create, e) != 0)
       return e->code;
-    if (create && aggio__storage_posix.truncate(c, 0, e) != 0)
+    if (create && c->ops->truncate(c, 0, e) != 0)
       return e->code;
   }
   return 0;
@@ -224,17 +239,32 @@ static void undo_create(struct aggio__store *st) {
   struct subfiles *s = sf(st);
   for (int k = 0; s && k < s->map.count; k++) {
     if (s->child[k].state)
-      aggio__storage_posix.release(&s->child[k]);
+      s->child[k].ops->release(&s->child[k]);
     if (s->child[k].opened)
       unlink(s->child[k].path);
   }
   unlink(st->path);
 }
 
+/* Null subfiles: every rank makes the same layout from the hints and
+ * opens its null stores; the disk is never touched. */
+static int open_in_memory(struct aggio__store *st, struct aggio__err *e) {
+  char *text = new_layout(st, e);
+  if (!text)
+    return e->code;
+  st->state = state_for(st, text, e);
+  free(text);
+  if (st->state && open_children(st, 0, e) == 0)
+    st->opened = 1;
+  return e->code;
+}
+
 /* Rank 0 with create: an existing layout is opened as it is (MPI_MODE_CREATE
  * keeps a file's data); else a new one is made.  Others open what is
  * there. */
 static int sf_open(struct aggio__store *st, int create, struct aggio__err *e) {
+  if (!on_disk(st))
+    return open_in_memory(st, e);
   int fd = -1, fresh = create && (st->amode & MPI_MODE_CREATE) &&
                        ((st->amode & MPI_MODE_EXCL) || !aggio__subfile_detect(st->path));
   char *text = fresh ? create_layout(st, &fd, e) : read_text(st->path, LAYOUT_MAX);
@@ -264,7 +294,7 @@ static int sf_open(struct aggio__store *st, int create, struct aggio__err *e) {
  * the layout's geometry goes to every rank with it (two-phase fits its
  * file domains to the subfiles). */
 static void sf_probe(struct aggio__store *st, struct aggio__fs_info *fi) {
-  aggio__storage_posix.probe(child(st, 0), fi);
+  child(st, 0)->ops->probe(child(st, 0), fi);
   fi->subfiles = sf(st)->map.count;
   fi->subfile_stripe = sf(st)->map.stripe;
 }
@@ -274,7 +304,7 @@ static void sf_open_direct(struct aggio__store *st) {
   sf_configured(st);
   for (int k = 0; k < sf(st)->map.count; k++) {
     struct aggio__store *c = child(st, k);
-    aggio__storage_posix.open_direct(c);
+    c->ops->open_direct(c);
     on &= c->dio == AGGIO_DIO_ON;
   }
   st->dio = on ? AGGIO_DIO_ON : AGGIO_DIO_OFF;
@@ -285,7 +315,7 @@ static int sf_close(struct aggio__store *st, struct aggio__err *e) {
   if (!s)
     return 0;
   for (int k = 0; k < s->map.count; k++)
-    aggio__storage_posix.close(&s->child[k], e); /* the first error stays */
+    s->child[k].ops->close(&s->child[k], e); /* the first error stays */
   if (s->layout_fd >= 0)
     close(s->layout_fd);
   s->layout_fd = -1;
@@ -322,7 +352,8 @@ static int sf_pwrite(struct aggio__store *st, const void *vbuf, int64_t len, int
     int k;
     int64_t sub_off, n;
     aggio__subfile_piece(&sf(st)->map, off, len, &k, &sub_off, &n);
-    if (aggio__storage_posix.pwrite(child(st, k), buf, n, sub_off, flags, e) != 0)
+    struct aggio__store *c = child(st, k);
+    if (c->ops->pwrite(c, buf, n, sub_off, flags, e) != 0)
       return e->code;
     note_writer(st, k);
     buf += n, off += n, len -= n;
@@ -344,7 +375,8 @@ static int sf_pread(struct aggio__store *st, void *vbuf, int64_t len, int64_t of
     int k;
     int64_t sub_off, n, g = 0;
     aggio__subfile_piece(&sf(st)->map, off + pos, len - pos, &k, &sub_off, &n);
-    if (aggio__storage_posix.pread(child(st, k), buf + pos, n, sub_off, &g, flags, e) != 0)
+    struct aggio__store *c = child(st, k);
+    if (c->ops->pread(c, buf + pos, n, sub_off, &g, flags, e) != 0)
       return e->code;
     if (g < n) {
       memset(buf + pos + g, 0, (size_t)(n - g));
@@ -366,25 +398,30 @@ static int sf_pread(struct aggio__store *st, void *vbuf, int64_t len, int64_t of
 
 static int sf_sync(struct aggio__store *st, struct aggio__err *e) {
   for (int k = 0; k < sf(st)->map.count; k++)
-    aggio__storage_posix.sync(child(st, k), e); /* every subfile, the first error kept */
+    child(st, k)->ops->sync(child(st, k), e); /* every subfile, the first error kept */
   return e->code;
 }
 
 /* The bytes of logical [off, off+len) in subfile k are its [share(off),
- * share(off+len)). */
+ * share(off+len)).  Null subfiles keep no page cache (no start_writeback). */
 static void sf_start_writeback(struct aggio__store *st, int64_t off, int64_t len) {
   const struct aggio__subfile_map *m = &sf(st)->map;
   for (int k = 0; k < m->count; k++) {
+    struct aggio__store *c = child(st, k);
     int64_t a = aggio__subfile_share(m, k, off), b = aggio__subfile_share(m, k, off + len);
-    if (b > a)
-      aggio__storage_posix.start_writeback(child(st, k), a, b - a);
+    if (b > a && c->ops->start_writeback)
+      c->ops->start_writeback(c, a, b - a);
   }
 }
 
 /* On a rank that did not open the file (romio_no_indep_rw), the layout
- * is read for the question. */
+ * is read for the question; null subfiles it did not open hold nothing
+ * this process wrote (a null store's size is its own process's). */
 static int sf_size(struct aggio__store *st, int64_t *size, struct aggio__err *e) {
   struct subfiles *s = sf(st), *tmp = NULL;
+  *size = 0;
+  if (!s && !on_disk(st))
+    return 0;
   if (!s) {
     char *text = read_text(st->path, LAYOUT_MAX);
     if (!text)
@@ -398,7 +435,7 @@ static int sf_size(struct aggio__store *st, int64_t *size, struct aggio__err *e)
   int64_t end = 0;
   for (int k = 0; k < s->map.count && e->code == 0; k++) {
     int64_t z = 0;
-    if (aggio__storage_posix.size(&s->child[k], &z, e) == 0) {
+    if (s->child[k].ops->size(&s->child[k], &z, e) == 0) {
       int64_t x = aggio__subfile_logical_end(&s->map, k, z);
       end = x > end ? x : end;
     }
@@ -413,38 +450,47 @@ static int sf_size(struct aggio__store *st, int64_t *size, struct aggio__err *e)
 
 static int sf_truncate(struct aggio__store *st, int64_t size, struct aggio__err *e) {
   const struct aggio__subfile_map *m = &sf(st)->map;
-  for (int k = 0; k < m->count; k++)
-    if (aggio__storage_posix.truncate(child(st, k), aggio__subfile_share(m, k, size), e) != 0)
+  for (int k = 0; k < m->count; k++) {
+    struct aggio__store *c = child(st, k);
+    if (c->ops->truncate(c, aggio__subfile_share(m, k, size), e) != 0)
       return e->code;
+  }
   return 0;
 }
 
 static int sf_preallocate(struct aggio__store *st, int64_t size, struct aggio__err *e) {
   const struct aggio__subfile_map *m = &sf(st)->map;
-  for (int k = 0; k < m->count; k++)
-    if (aggio__storage_posix.preallocate(child(st, k), aggio__subfile_share(m, k, size), e) !=
-        0)
+  for (int k = 0; k < m->count; k++) {
+    struct aggio__store *c = child(st, k);
+    if (c->ops->preallocate(c, aggio__subfile_share(m, k, size), e) != 0)
       return e->code;
+  }
   return 0;
 }
 
 /* Atomic mode: record locks on the layout at logical offsets (a lock may
- * lie past a file's end), one lock per access as on an ordinary file. */
+ * lie past a file's end), one lock per access as on an ordinary file.
+ * Null subfiles store nothing, so there is nothing to order. */
 static int sf_lock(struct aggio__store *st, int64_t off, int64_t len, int is_write,
                    struct aggio__err *e) {
+  if (!on_disk(st))
+    return 0;
   return aggio__storage_fcntl_lock(st, sf(st)->layout_fd, off, len, is_write, e);
 }
 
 static int sf_group_lock(struct aggio__store *st, long gid, int lock) {
   int rc = 0;
-  for (int k = 0; k < sf(st)->map.count && rc == 0; k++)
-    rc = aggio__storage_posix.group_lock(child(st, k), gid, lock);
+  for (int k = 0; k < sf(st)->map.count && rc == 0; k++) {
+    struct aggio__store *c = child(st, k);
+    rc = c->ops->group_lock ? c->ops->group_lock(c, gid, lock) : ENOTSUP;
+  }
   return rc;
 }
 
 int aggio__subfile_remove(const char *path, struct aggio__err *e) {
   struct aggio__store st = {0};
   st.path = path;
+  st.subfile_ops = &aggio__storage_posix;
   char *text = read_text(path, LAYOUT_MAX);
   struct subfiles *s = text ? state_for(&st, text, e) : NULL;
   free(text);
@@ -462,7 +508,7 @@ int aggio__subfile_remove(const char *path, struct aggio__err *e) {
 }
 
 static int sf_remove(struct aggio__store *st, struct aggio__err *e) {
-  return aggio__subfile_remove(st->path, e);
+  return on_disk(st) ? aggio__subfile_remove(st->path, e) : 0; /* null: nothing there */
 }
 
 const struct aggio__storage_ops aggio__storage_subfile = {
