@@ -447,9 +447,12 @@ int aggio__auto_decide(const struct aggio__call_summary *s, const struct aggio__
    *    ranks: each node's data is then one region of the file, so the
    *    node's own aggregators merge its pieces into large writes, and
    *    moving them to aggregators of other nodes would only add a network
-   *    copy (the HPE seed's local aggregation). */
+   *    copy (the HPE seed's local aggregation).  Not on a subfiled file:
+   *    a node's region spans every subfile, and each subfile is to have
+   *    one writer (two-phase's stripe-cyclic domains, below). */
   int64_t nl_small = threshold(AGGIO_AUTO_SMALL, in->previous, AGGIO_AUTO_NODE_LOCAL);
-  if (in->nl_usable && in->nnodes > 1 && in->nodes_blocked && !interleaved && s->pieces > 0 &&
+  if (in->nl_usable && !in->subfiled && in->nnodes > 1 && in->nodes_blocked && !interleaved &&
+      s->pieces > 0 &&
       avg < nl_small && (s->most_pieces > 1 || in->striped)) {
     snprintf(why, whylen, "small requests (avg %lld bytes < %lld) in %d nodes' own regions; "
              "each node's aggregators merge them, nothing crosses nodes", (long long)avg,

@@ -75,6 +75,8 @@ struct aggio__auto_in {
   int nnodes;
   int nl_usable;    /* node_local can run: not atomic, its set-up not refused */
   int nodes_blocked; /* every node holds consecutive ranks (rank order) */
+  int subfiled;     /* a subfiled file: striped over its subfiles, whose
+                     * stripes no node's region matches */
   int64_t cache_bytes; /* the node cache's size per aggregator */
   int previous;     /* the file's last choice, or -1 */
 };

@@ -335,6 +335,12 @@ static void test_auto(void) {
   CHECK(aggio__auto_decide(&own, &in, why, sizeof why) == AGGIO_AUTO_NODE_LOCAL,
         "small pieces in nodes' own regions -> node_local: %s", why);
   CHECK(strstr(why, "nothing crosses nodes") != NULL, "reason: %s", why);
+  in.subfiled = 1; /* a node's region spans every subfile: one writer each instead */
+  in.striped = 1;
+  CHECK(aggio__auto_decide(&own, &in, why, sizeof why) == AGGIO_AUTO_TWO_PHASE,
+        "a subfiled file -> two_phase: %s", why);
+  in.subfiled = 0;
+  in.striped = 0;
   in.nodes_blocked = 0; /* round-robin placement: the nodes interleave */
   CHECK(aggio__auto_decide(&own, &in, why, sizeof why) == AGGIO_AUTO_TWO_PHASE,
         "round-robin nodes -> two_phase: %s", why);

@@ -10,8 +10,13 @@
 
 #include "engine.h"
 
+/* Striped: over servers (striping_unit, or a file system that stripes),
+ * or over subfiles (a subfiled file, docs/subfiling.md): the same rules
+ * keep one writer per stripe target, and per subfile one node's
+ * aggregator (two-phase's stripe-cyclic domains), not every node's cache. */
 static int striped(aggio_file fh) {
-  return fh->hints.striping_unit.num > 0 || strcmp(fh->fstype, "lustre") == 0 ||
+  return fh->hints.striping_unit.num > 0 || fh->st.subfiles > 1 ||
+         strcmp(fh->fstype, "lustre") == 0 ||
          strcmp(fh->fstype, "gpfs") == 0 || strcmp(fh->fstype, "beegfs") == 0;
 }
 
@@ -86,6 +91,7 @@ static const struct aggio__strategy_ops *auto_choose(aggio_file fh, const struct
       .nnodes = fh->topo.nnodes,
       .nl_usable = node_local_usable(fh),
       .nodes_blocked = nodes_blocked(fh),
+      .subfiled = fh->st.subfiles > 1,
       .cache_bytes = cache_bytes(fh),
       .previous = fh->auto_previous,
   };
