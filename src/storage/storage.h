@@ -120,6 +120,11 @@ struct aggio__storage_ops {
    * writes; a write-back error stays for sync to report.  NULL: the back
    * end keeps nothing in a page cache. */
   void (*start_writeback)(struct aggio__store *st, int64_t off, int64_t len);
+  /* Asks for [off, off+len) to be read into the page cache without
+   * waiting for it (Linux: posix_fadvise WILLNEED), so that reads of
+   * several files proceed together.  Best effort.  NULL: the back end
+   * keeps nothing in a page cache. */
+  void (*prefetch)(struct aggio__store *st, int64_t off, int64_t len);
   int (*size)(struct aggio__store *st, int64_t *size, struct aggio__err *e);
   int (*truncate)(struct aggio__store *st, int64_t size, struct aggio__err *e);
   /* Reserves storage for bytes [0, size) (MPI_File_preallocate): the file

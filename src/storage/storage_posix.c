@@ -407,6 +407,12 @@ static void px_start_writeback(struct aggio__store *st, int64_t off, int64_t len
 #endif
 }
 
+static void px_prefetch(struct aggio__store *st, int64_t off, int64_t len) {
+  struct posix *p = px(st);
+  if (p && p->fd >= 0 && len > 0)
+    (void)posix_fadvise(p->fd, (off_t)off, (off_t)len, POSIX_FADV_WILLNEED);
+}
+
 static int px_size(struct aggio__store *st, int64_t *size, struct aggio__err *e) {
   struct stat sb;
   int fd = px(st) ? px(st)->fd : -1;
@@ -471,6 +477,7 @@ const struct aggio__storage_ops aggio__storage_posix = {
     .pread = px_pread,
     .sync = px_sync,
     .start_writeback = px_start_writeback,
+    .prefetch = px_prefetch,
     .size = px_size,
     .truncate = px_truncate,
     .preallocate = px_preallocate,

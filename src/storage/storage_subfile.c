@@ -34,6 +34,7 @@ struct subfiles {
   struct aggio__store *child; /* map.count stores, one per subfile, each
                                * calling its own ops (st->subfile_ops) */
   char *written;              /* [map.count]: this rank wrote to it (statistics) */
+  int64_t read_end;           /* where the last large read ended (read-ahead) */
   int layout_fd;              /* the layout, for atomic mode's locks; -1 */
 };
 
@@ -366,10 +367,47 @@ static int sf_size(struct aggio__store *st, int64_t *size, struct aggio__err *e)
 /* A subfile shorter than a piece: a hole up to the logical size, or the
  * logical end of file.  The pieces read short are zero-filled; *got is
  * what lies before the logical size. */
+/* Read-ahead over the subfiles: one process reading a subfiled file reads
+ * one stripe at a time, one subfile after the other, each read waiting for
+ * the device, where as many processes (file per process) would keep one
+ * read per file in flight.  So a large buffered read first asks for its
+ * own range in every subfile it touches, and, when it goes on from where
+ * the last read ended (within a row of stripes), for what lies ahead too:
+ * the next row, at most 4 times the read (a strided reader fetches at
+ * most that much it will not use) and 32 MiB; the kernel reads them
+ * together.  Not for reads that may go direct (they bypass the page
+ * cache), nor small ones (the kernel's own read-ahead does those). */
+#define PREFETCH_MIN (256 << 10)
+#define PREFETCH_AHEAD_MAX (32 << 20)
+
+static void prefetch(struct aggio__store *st, int64_t off, int64_t len, int flags) {
+  struct subfiles *s = sf(st);
+  const struct aggio__subfile_map *m = &s->map;
+  if (len < PREFETCH_MIN || (flags & AGGIO_IO_DIRECT_OK))
+    return;
+  int64_t row = m->stripe * m->count, last = __atomic_load_n(&s->read_end, __ATOMIC_RELAXED);
+  int64_t ahead = off >= last && off - last <= row ? row : 0;
+  ahead = ahead < 4 * len ? ahead : 4 * len;
+  ahead = ahead < PREFETCH_AHEAD_MAX ? ahead : PREFETCH_AHEAD_MAX;
+  int64_t a = off, b = off + len > INT64_MAX - ahead ? INT64_MAX : off + len + ahead;
+  /* subfile k holds [share(k, a), share(k, b)) of the logical [a, b) */
+  int most = (b - a) / m->stripe + 2 < m->count ? (int)((b - a) / m->stripe + 2) : m->count;
+  int k0 = (int)((a / m->stripe) % m->count);
+  for (int i = 0; i < most; i++) {
+    int k = (k0 + i) % m->count;
+    struct aggio__store *c = child(st, k);
+    int64_t lo = aggio__subfile_share(m, k, a), hi = aggio__subfile_share(m, k, b);
+    if (c->ops->prefetch && hi > lo)
+      c->ops->prefetch(c, lo, hi - lo);
+  }
+  __atomic_store_n(&s->read_end, off + len, __ATOMIC_RELAXED);
+}
+
 static int sf_pread(struct aggio__store *st, void *vbuf, int64_t len, int64_t off,
                     int64_t *got, int flags, struct aggio__err *e) {
   char *buf = vbuf;
   int64_t pos = 0;
+  prefetch(st, off, len, flags);
   int shortened = 0;
   while (pos < len) {
     int k;
