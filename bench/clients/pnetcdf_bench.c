@@ -286,6 +286,9 @@ static int phase(struct ctx *c, int writing, int rep) {
   err = writing ? ncmpi_create(c->comm, c->o.path, NC_CLOBBER | NC_64BIT_OFFSET, MPI_INFO_NULL, &nc)
                 : ncmpi_open(c->comm, c->o.path, NC_NOWRITE, MPI_INFO_NULL, &nc);
   int rc = err ? -1 : 0;
+  if (err && c->rank == 0)
+    fprintf(stderr, "pnetcdf_bench: %s %s: %s\n", writing ? "ncmpi_create" : "ncmpi_open",
+            c->o.path, ncmpi_strerror(err));
   if (rc == 0) {
     if (!strncmp(c->o.pattern, "btio", 4))
       rc = btio_phase(c, nc, writing, &bytes, &errors);
