@@ -144,10 +144,10 @@ struct aggio__stats *aggio__stats_new(int timers);
 /* Records the file domains of a collective call (copied; n entries, one per
  * aggregator in fh->topo.aggr order).  No-op when s is NULL.  0, or
  * AGGIO_ERR_NOMEM (the previous domains are then kept; nothing else fails). */
-/* The domains just recorded are stripe-cyclic (unit > 0) or not (0). */
-void aggio__stats_set_cyclic(struct aggio__stats *s, int64_t unit, int groups);
 int aggio__stats_set_domains(struct aggio__stats *s, int n,
                              const int64_t *start, const int64_t *end);
+/* The domains just recorded are stripe-cyclic (unit > 0) or not (0). */
+void aggio__stats_set_cyclic(struct aggio__stats *s, int64_t unit, int groups);
 
 /* Frees the statistics (NULL: nothing). */
 void aggio__stats_free(struct aggio__stats *s);

@@ -364,9 +364,6 @@ static int sf_pwrite(struct aggio__store *st, const void *vbuf, int64_t len, int
 
 static int sf_size(struct aggio__store *st, int64_t *size, struct aggio__err *e);
 
-/* A subfile shorter than a piece: a hole up to the logical size, or the
- * logical end of file.  The pieces read short are zero-filled; *got is
- * what lies before the logical size. */
 /* Read-ahead over the subfiles: one process reading a subfiled file reads
  * one stripe at a time, one subfile after the other, each read waiting for
  * the device, where as many processes (file per process) would keep one
@@ -403,6 +400,9 @@ static void prefetch(struct aggio__store *st, int64_t off, int64_t len, int flag
   __atomic_store_n(&s->read_end, off + len, __ATOMIC_RELAXED);
 }
 
+/* A subfile shorter than a piece: a hole up to the logical size, or the
+ * logical end of file.  The pieces read short are zero-filled; *got is
+ * what lies before the logical size. */
 static int sf_pread(struct aggio__store *st, void *vbuf, int64_t len, int64_t off,
                     int64_t *got, int flags, struct aggio__err *e) {
   char *buf = vbuf;
