@@ -11,8 +11,10 @@
  * a 1 MiB O_DIRECT write reaches the device's speed while 128 KiB ones run
  * at 40% of it, and every direct write waits for the device.  Head and tail
  * stay buffered.  Memory that is not aligned to the file system's direct-I/O
- * unit goes through a bounce buffer taken from a locked per-file list, so
- * that I/O threads never share one.
+ * unit goes through bounce buffers taken from a locked per-file list, so
+ * that I/O threads never share one; a helper thread writes one while the
+ * next is filled (write_gathered).  A gathered write (pwritev: a subfile's
+ * stripes of one request) goes the same way.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -253,29 +255,6 @@ static int write_loop(struct aggio__store *st, int fd, const char *buf, int64_t 
   return 0;
 }
 
-/* The aligned middle through O_DIRECT, through a bounce buffer when the
- * memory is not aligned. */
-static int write_direct(struct aggio__store *st, const char *buf, int64_t len, int64_t off,
-                        int flags, struct aggio__err *e) {
-  int fd = px(st)->fd_direct;
-  if (((uintptr_t)buf % (uintptr_t)st->dio_align) == 0)
-    return write_loop(st, fd, buf, len, off, 1, flags, e);
-  struct bounce *b = bounce_get(st);
-  if (!b)
-    return -EINVAL; /* no memory for the bounce: buffered instead */
-  int rc = 0;
-  while (rc == 0 && len > 0) {
-    int64_t n = len < AGGIO_BOUNCE ? len : AGGIO_BOUNCE;
-    memcpy(b->buf, buf, (size_t)n);
-    rc = write_loop(st, fd, b->buf, n, off, 1, flags, e);
-    buf += n;
-    off += n;
-    len -= n;
-  }
-  bounce_put(st, b);
-  return rc;
-}
-
 /* The aligned middle [*lo, *hi) of [off, off+len), or 0 when direct I/O is
  * off, not asked for, or the middle is too small to gain from it. */
 static int direct_middle(struct aggio__store *st, int64_t len, int64_t off, int flags, int64_t *lo,
@@ -299,25 +278,155 @@ static void direct_refused(struct aggio__store *st) {
   pthread_mutex_unlock(st->info_lock);
 }
 
-static int px_pwrite(struct aggio__store *st, const void *vbuf, int64_t len, int64_t off, int flags,
-                     struct aggio__err *e) {
-  const char *buf = vbuf;
-  int fd = px(st)->fd;
-  int64_t lo, hi;
+/* ---- gathered writes ------------------------------------------------------------ */
+
+/* A position in a list of memory pieces (pwritev; a plain write is one
+ * piece). */
+struct gather {
+  const struct aggio__iovec *v;
+  int n, i;   /* pieces, the current one */
+  int64_t at; /* bytes of piece i already taken */
+};
+
+/* Moves the cursor len bytes on, copying them to dst unless it is NULL. */
+static void gather_take(struct gather *g, char *dst, int64_t len) {
+  while (len > 0 && g->i < g->n) {
+    int64_t left = g->v[g->i].len - g->at, k = len < left ? len : left;
+    if (dst) {
+      memcpy(dst, (const char *)g->v[g->i].buf + g->at, (size_t)k);
+      dst += k;
+    }
+    g->at += k;
+    len -= k;
+    if (g->at == g->v[g->i].len)
+      g->i++, g->at = 0;
+  }
+}
+
+/* The next len bytes of the pieces at off through the page cache, piece by
+ * piece. */
+static int write_pieces(struct aggio__store *st, struct gather *g, int64_t len, int64_t off,
+                        int flags, struct aggio__err *e) {
+  while (len > 0 && g->i < g->n) {
+    int64_t left = g->v[g->i].len - g->at, k = len < left ? len : left;
+    int rc = write_loop(st, px(st)->fd, (const char *)g->v[g->i].buf + g->at, k, off, 0, flags, e);
+    if (rc != 0)
+      return rc;
+    g->at += k;
+    if (g->at == g->v[g->i].len)
+      g->i++, g->at = 0;
+    off += k;
+    len -= k;
+  }
+  return 0;
+}
+
+/* One bounce buffer's direct write, on a helper thread while the caller
+ * fills the other buffer. */
+struct dwrite {
+  pthread_t th;
+  struct aggio__store *st;
+  const char *buf;
+  int64_t len, off;
+  int flags, rc;
+  struct aggio__err err;
+};
+
+static void *dwrite_run(void *arg) {
+  struct dwrite *w = arg;
+  w->err.code = 0;
+  w->rc = write_loop(w->st, px(w->st)->fd_direct, w->buf, w->len, w->off, 1, w->flags, &w->err);
+  return NULL;
+}
+
+/* w's outcome (after its thread, when one runs it): an error becomes e's
+ * unless e has one; -EINVAL (direct refused) is returned as such. */
+static int dwrite_done(struct dwrite *w, int *running, struct aggio__err *e) {
+  if (*running)
+    pthread_join(w->th, NULL);
+  *running = 0;
+  if (w->rc != 0 && w->rc != -EINVAL && e->code == 0)
+    *e = w->err;
+  return w->rc;
+}
+
+/* The next len bytes of the pieces, direct at the aligned off, through
+ * bounce buffers: the caller copies into one while a helper thread writes
+ * the other, so that with memory out of alignment with the file (HACC-IO's
+ * particle arrays: each rank's share starts anywhere) the copy overlaps the
+ * device's time instead of adding to it.  One buffer when a second cannot
+ * be had, the thread's work done here when it cannot start.  -EINVAL:
+ * direct I/O refused (the caller writes the range again, buffered). */
+static int write_gathered(struct aggio__store *st, struct gather *g, int64_t len, int64_t off,
+                          int flags, struct aggio__err *e) {
+  struct bounce *b[2] = {bounce_get(st), NULL};
+  if (!b[0])
+    return -EINVAL; /* no memory for the bounce: buffered instead */
+  if (len > AGGIO_BOUNCE)
+    b[1] = bounce_get(st);
+  struct dwrite w = {.st = st, .flags = flags};
+  int running = 0, rc = 0, cur = 0;
+  while (rc == 0 && len > 0) {
+    int64_t n = len < AGGIO_BOUNCE ? len : AGGIO_BOUNCE;
+    gather_take(g, b[cur]->buf, n);
+    if ((rc = dwrite_done(&w, &running, e)) != 0)
+      break;
+    w.buf = b[cur]->buf, w.len = n, w.off = off;
+    if (b[1] && len > n && pthread_create(&w.th, NULL, dwrite_run, &w) == 0)
+      running = 1, cur ^= 1;
+    else if (dwrite_run(&w), (rc = dwrite_done(&w, &running, e)) != 0)
+      break;
+    off += n;
+    len -= n;
+  }
+  int last = dwrite_done(&w, &running, e);
+  rc = rc ? rc : last;
+  bounce_put(st, b[0]);
+  if (b[1])
+    bounce_put(st, b[1]);
+  return rc;
+}
+
+/* The aligned middle, direct: straight from memory when one aligned piece
+ * holds it, else gathered through bounce buffers. */
+static int write_middle(struct aggio__store *st, struct gather *g, int64_t len, int64_t off,
+                        int flags, struct aggio__err *e) {
+  const struct aggio__iovec *p = &g->v[g->i];
+  const char *at = (const char *)p->buf + g->at;
+  if (p->len - g->at < len || (uintptr_t)at % (uintptr_t)st->dio_align != 0)
+    return write_gathered(st, g, len, off, flags, e);
+  int rc = write_loop(st, px(st)->fd_direct, at, len, off, 1, flags, e);
+  if (rc == 0)
+    gather_take(g, NULL, len);
+  return rc;
+}
+
+static int px_pwritev(struct aggio__store *st, const struct aggio__iovec *v, int n, int64_t off,
+                      int flags, struct aggio__err *e) {
+  int64_t len = 0, lo, hi;
+  for (int i = 0; i < n; i++)
+    len += v[i].len;
+  struct gather g = {v, n, 0, 0};
   if (len <= 0)
     return 0;
   if (!direct_middle(st, len, off, flags, &lo, &hi))
-    return write_loop(st, fd, buf, len, off, 0, flags, e);
-  int rc = write_direct(st, buf + (lo - off), hi - lo, lo, flags, e);
-  if (rc == -EINVAL) {
+    return write_pieces(st, &g, len, off, flags, e);
+  int rc = write_pieces(st, &g, lo - off, off, flags, e); /* the head */
+  struct gather middle = g;
+  if (rc == 0 && (rc = write_middle(st, &g, hi - lo, lo, flags, e)) == -EINVAL) {
     direct_refused(st);
-    rc = write_loop(st, fd, buf + (lo - off), hi - lo, lo, 0, flags, e);
+    g = middle;
+    rc = write_pieces(st, &g, hi - lo, lo, flags, e);
   }
   if (rc == 0)
-    rc = write_loop(st, fd, buf, lo - off, off, 0, flags, e);
-  if (rc == 0)
-    rc = write_loop(st, fd, buf + (hi - off), off + len - hi, hi, 0, flags, e);
+    rc = write_pieces(st, &g, off + len - hi, hi, flags, e); /* the tail */
   return rc;
+}
+
+static int px_pwrite(struct aggio__store *st, const void *buf, int64_t len, int64_t off,
+                     int flags, struct aggio__err *e) {
+  struct aggio__iovec one = {buf, len};
+  return px_pwritev(st, &one, 1, off, flags, e);
 }
 
 /* ---- reads ------------------------------------------------------------------------ */
@@ -474,6 +583,7 @@ const struct aggio__storage_ops aggio__storage_posix = {
     .close = px_close,
     .group_lock = px_group_lock,
     .pwrite = px_pwrite,
+    .pwritev = px_pwritev,
     .pread = px_pread,
     .sync = px_sync,
     .start_writeback = px_start_writeback,
