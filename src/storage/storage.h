@@ -97,12 +97,6 @@ struct aggio__fs_info {
   int64_t subfile_stripe; /* (0 for any other file) */
 };
 
-/* One piece of memory of a gathered write (pwritev). */
-struct aggio__iovec {
-  const void *buf;
-  int64_t len;
-};
-
 struct aggio__storage_ops {
   const char *name;
   /* Opens the file on this rank (create: this rank creates it, honouring
@@ -116,13 +110,6 @@ struct aggio__storage_ops {
   /* Writes len bytes at off, whole or fails (short writes retried). */
   int (*pwrite)(struct aggio__store *st, const void *buf, int64_t len, int64_t off,
                 int flags, struct aggio__err *e);
-  /* Writes the n pieces of memory v one after the other at off (one
-   * contiguous range of the file), whole or fails, as pwrite would write
-   * them joined.  Optional: NULL, the caller writes them one by one.  The
-   * subfile back end gathers each subfile's stripes of a request into one
-   * such call, so that they reach the device as one transfer. */
-  int (*pwritev)(struct aggio__store *st, const struct aggio__iovec *v, int n, int64_t off,
-                 int flags, struct aggio__err *e);
   /* Reads up to len bytes at off; *got is what lay before end of file. */
   int (*pread)(struct aggio__store *st, void *buf, int64_t len, int64_t off,
                int64_t *got, int flags, struct aggio__err *e);

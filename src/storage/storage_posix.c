@@ -13,8 +13,7 @@
  * stay buffered.  Memory that is not aligned to the file system's direct-I/O
  * unit goes through bounce buffers taken from a locked per-file list, so
  * that I/O threads never share one; a helper thread writes one while the
- * next is filled (write_gathered).  A gathered write (pwritev: a subfile's
- * stripes of one request) goes the same way.
+ * next is filled (write_bounced).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -278,48 +277,7 @@ static void direct_refused(struct aggio__store *st) {
   pthread_mutex_unlock(st->info_lock);
 }
 
-/* ---- gathered writes ------------------------------------------------------------ */
-
-/* A position in a list of memory pieces (pwritev; a plain write is one
- * piece). */
-struct gather {
-  const struct aggio__iovec *v;
-  int n, i;   /* pieces, the current one */
-  int64_t at; /* bytes of piece i already taken */
-};
-
-/* Moves the cursor len bytes on, copying them to dst unless it is NULL. */
-static void gather_take(struct gather *g, char *dst, int64_t len) {
-  while (len > 0 && g->i < g->n) {
-    int64_t left = g->v[g->i].len - g->at, k = len < left ? len : left;
-    if (dst) {
-      memcpy(dst, (const char *)g->v[g->i].buf + g->at, (size_t)k);
-      dst += k;
-    }
-    g->at += k;
-    len -= k;
-    if (g->at == g->v[g->i].len)
-      g->i++, g->at = 0;
-  }
-}
-
-/* The next len bytes of the pieces at off through the page cache, piece by
- * piece. */
-static int write_pieces(struct aggio__store *st, struct gather *g, int64_t len, int64_t off,
-                        int flags, struct aggio__err *e) {
-  while (len > 0 && g->i < g->n) {
-    int64_t left = g->v[g->i].len - g->at, k = len < left ? len : left;
-    int rc = write_loop(st, px(st)->fd, (const char *)g->v[g->i].buf + g->at, k, off, 0, flags, e);
-    if (rc != 0)
-      return rc;
-    g->at += k;
-    if (g->at == g->v[g->i].len)
-      g->i++, g->at = 0;
-    off += k;
-    len -= k;
-  }
-  return 0;
-}
+/* ---- direct writes from unaligned memory ----------------------------------------- */
 
 /* One bounce buffer's direct write, on a helper thread while the caller
  * fills the other buffer. */
@@ -350,15 +308,15 @@ static int dwrite_done(struct dwrite *w, int *running, struct aggio__err *e) {
   return w->rc;
 }
 
-/* The next len bytes of the pieces, direct at the aligned off, through
- * bounce buffers: the caller copies into one while a helper thread writes
- * the other, so that with memory out of alignment with the file (HACC-IO's
- * particle arrays: each rank's share starts anywhere) the copy overlaps the
- * device's time instead of adding to it.  One buffer when a second cannot
- * be had, the thread's work done here when it cannot start.  -EINVAL:
- * direct I/O refused (the caller writes the range again, buffered). */
-static int write_gathered(struct aggio__store *st, struct gather *g, int64_t len, int64_t off,
-                          int flags, struct aggio__err *e) {
+/* len bytes of unaligned memory, direct at the aligned off, through bounce
+ * buffers: the caller copies into one while a helper thread writes the
+ * other, so that the copy overlaps the device's time instead of adding to
+ * it (HACC-IO's particle arrays, each rank's share starting anywhere in
+ * the file: BENCHMARKS.md, issue 27).  One buffer when a second cannot be
+ * had, the thread's work done here when it cannot start.  -EINVAL: direct
+ * I/O refused (the caller writes the range again, buffered). */
+static int write_bounced(struct aggio__store *st, const char *buf, int64_t len, int64_t off,
+                         int flags, struct aggio__err *e) {
   struct bounce *b[2] = {bounce_get(st), NULL};
   if (!b[0])
     return -EINVAL; /* no memory for the bounce: buffered instead */
@@ -368,16 +326,19 @@ static int write_gathered(struct aggio__store *st, struct gather *g, int64_t len
   int running = 0, rc = 0, cur = 0;
   while (rc == 0 && len > 0) {
     int64_t n = len < AGGIO_BOUNCE ? len : AGGIO_BOUNCE;
-    gather_take(g, b[cur]->buf, n);
+    memcpy(b[cur]->buf, buf, (size_t)n);
     if ((rc = dwrite_done(&w, &running, e)) != 0)
       break;
     w.buf = b[cur]->buf, w.len = n, w.off = off;
-    if (b[1] && len > n && pthread_create(&w.th, NULL, dwrite_run, &w) == 0)
-      running = 1, cur ^= 1;
-    else if (dwrite_run(&w), (rc = dwrite_done(&w, &running, e)) != 0)
-      break;
-    off += n;
-    len -= n;
+    if (b[1] && len > n && pthread_create(&w.th, NULL, dwrite_run, &w) == 0) {
+      running = 1;
+      cur ^= 1;
+    } else {
+      dwrite_run(&w); /* the last buffer, or no thread: here */
+      if ((rc = dwrite_done(&w, &running, e)) != 0)
+        break;
+    }
+    buf += n, off += n, len -= n;
   }
   int last = dwrite_done(&w, &running, e);
   rc = rc ? rc : last;
@@ -387,46 +348,34 @@ static int write_gathered(struct aggio__store *st, struct gather *g, int64_t len
   return rc;
 }
 
-/* The aligned middle, direct: straight from memory when one aligned piece
- * holds it, else gathered through bounce buffers. */
-static int write_middle(struct aggio__store *st, struct gather *g, int64_t len, int64_t off,
+/* The aligned middle through O_DIRECT: straight from memory when it is
+ * aligned, else through bounce buffers. */
+static int write_direct(struct aggio__store *st, const char *buf, int64_t len, int64_t off,
                         int flags, struct aggio__err *e) {
-  const struct aggio__iovec *p = &g->v[g->i];
-  const char *at = (const char *)p->buf + g->at;
-  if (p->len - g->at < len || (uintptr_t)at % (uintptr_t)st->dio_align != 0)
-    return write_gathered(st, g, len, off, flags, e);
-  int rc = write_loop(st, px(st)->fd_direct, at, len, off, 1, flags, e);
-  if (rc == 0)
-    gather_take(g, NULL, len);
-  return rc;
+  if (((uintptr_t)buf % (uintptr_t)st->dio_align) == 0)
+    return write_loop(st, px(st)->fd_direct, buf, len, off, 1, flags, e);
+  return write_bounced(st, buf, len, off, flags, e);
 }
 
-static int px_pwritev(struct aggio__store *st, const struct aggio__iovec *v, int n, int64_t off,
-                      int flags, struct aggio__err *e) {
-  int64_t len = 0, lo, hi;
-  for (int i = 0; i < n; i++)
-    len += v[i].len;
-  struct gather g = {v, n, 0, 0};
+static int px_pwrite(struct aggio__store *st, const void *vbuf, int64_t len, int64_t off, int flags,
+                     struct aggio__err *e) {
+  const char *buf = vbuf;
+  int fd = px(st)->fd;
+  int64_t lo, hi;
   if (len <= 0)
     return 0;
   if (!direct_middle(st, len, off, flags, &lo, &hi))
-    return write_pieces(st, &g, len, off, flags, e);
-  int rc = write_pieces(st, &g, lo - off, off, flags, e); /* the head */
-  struct gather middle = g;
-  if (rc == 0 && (rc = write_middle(st, &g, hi - lo, lo, flags, e)) == -EINVAL) {
+    return write_loop(st, fd, buf, len, off, 0, flags, e);
+  int rc = write_direct(st, buf + (lo - off), hi - lo, lo, flags, e);
+  if (rc == -EINVAL) {
     direct_refused(st);
-    g = middle;
-    rc = write_pieces(st, &g, hi - lo, lo, flags, e);
+    rc = write_loop(st, fd, buf + (lo - off), hi - lo, lo, 0, flags, e);
   }
   if (rc == 0)
-    rc = write_pieces(st, &g, off + len - hi, hi, flags, e); /* the tail */
+    rc = write_loop(st, fd, buf, lo - off, off, 0, flags, e);
+  if (rc == 0)
+    rc = write_loop(st, fd, buf + (hi - off), off + len - hi, hi, 0, flags, e);
   return rc;
-}
-
-static int px_pwrite(struct aggio__store *st, const void *buf, int64_t len, int64_t off,
-                     int flags, struct aggio__err *e) {
-  struct aggio__iovec one = {buf, len};
-  return px_pwritev(st, &one, 1, off, flags, e);
 }
 
 /* ---- reads ------------------------------------------------------------------------ */
@@ -583,7 +532,6 @@ const struct aggio__storage_ops aggio__storage_posix = {
     .close = px_close,
     .group_lock = px_group_lock,
     .pwrite = px_pwrite,
-    .pwritev = px_pwritev,
     .pread = px_pread,
     .sync = px_sync,
     .start_writeback = px_start_writeback,

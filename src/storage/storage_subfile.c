@@ -15,7 +15,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -347,73 +346,13 @@ static void note_writer(struct aggio__store *st, int k) {
     aggio__obs_count(st->obs, AGGIO_C_SUBFILE_WRITERS, 1);
 }
 
-/* A request's stripes, gathered per subfile: consecutive stripes of one
- * subfile lie end to end in it, so a request that spans several rows of
- * stripes is one range in each subfile, written by one call (the child's
- * pwritev) instead of one per stripe: direct I/O then copies each range's
- * memory into bounce buffers while the previous one is written, where one
- * stripe per call would wait for the device after every copy (HACC-IO's
- * particle arrays, written by each rank in one call: BENCHMARKS.md,
- * issue 27). */
-struct piece {
-  int k;           /* the subfile */
-  int64_t sub_off; /* where in it */
-  int64_t n;
-  const char *buf;
-};
-
-static int by_subfile(const void *a, const void *b) {
-  const struct piece *x = a, *y = b;
-  if (x->k != y->k)
-    return x->k < y->k ? -1 : 1;
-  return x->sub_off < y->sub_off ? -1 : x->sub_off > y->sub_off;
-}
-
-/* p and v: room for every piece of the request. */
-static int write_gathered(struct aggio__store *st, struct piece *p, struct aggio__iovec *v,
-                          const char *buf, int64_t len, int64_t off, int flags,
-                          struct aggio__err *e) {
-  int np = 0;
-  for (; len > 0; np++) {
-    aggio__subfile_piece(&sf(st)->map, off, len, &p[np].k, &p[np].sub_off, &p[np].n);
-    p[np].buf = buf;
-    buf += p[np].n, off += p[np].n, len -= p[np].n;
-  }
-  qsort(p, (size_t)np, sizeof *p, by_subfile);
-  for (int i = 0, j; i < np; i = j) {
-    int nv = 0;
-    int64_t end = p[i].sub_off;
-    for (j = i; j < np && p[j].k == p[i].k && p[j].sub_off == end; j++) {
-      v[nv++] = (struct aggio__iovec){p[j].buf, p[j].n};
-      end += p[j].n;
-    }
-    struct aggio__store *c = child(st, p[i].k);
-    if (c->ops->pwritev(c, v, nv, p[i].sub_off, flags, e) != 0)
-      return e->code;
-    note_writer(st, p[i].k);
-  }
-  return 0;
-}
-
 static int sf_pwrite(struct aggio__store *st, const void *vbuf, int64_t len, int64_t off,
                      int flags, struct aggio__err *e) {
-  const struct aggio__subfile_map *m = &sf(st)->map;
   const char *buf = vbuf;
-  int64_t most = len / m->stripe + 2; /* pieces at most */
-  if (st->subfile_ops->pwritev && len / m->stripe > m->count && most <= INT_MAX) {
-    struct piece *p = malloc((size_t)most * sizeof *p);
-    struct aggio__iovec *v = malloc((size_t)most * sizeof *v);
-    int gathered = p && v; /* else no memory for the lists: stripe by stripe */
-    int rc = gathered ? write_gathered(st, p, v, buf, len, off, flags, e) : 0;
-    free(p);
-    free(v);
-    if (gathered)
-      return rc;
-  }
   while (len > 0) {
     int k;
     int64_t sub_off, n;
-    aggio__subfile_piece(m, off, len, &k, &sub_off, &n);
+    aggio__subfile_piece(&sf(st)->map, off, len, &k, &sub_off, &n);
     struct aggio__store *c = child(st, k);
     if (c->ops->pwrite(c, buf, n, sub_off, flags, e) != 0)
       return e->code;

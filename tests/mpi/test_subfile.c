@@ -11,9 +11,7 @@
  * subfiles too; a bad aggio_subfiles is a clear error; an existing file
  * keeps what it is (EXCL on a layout fails, an ordinary file stays one
  * with the hint reported ignored, a missing subfile fails the open); with
- * stripe-cyclic file domains each subfile has one writer; a large write
- * from unaligned memory, gathered per subfile through direct I/O, lands
- * whole, and fails when one of its transfers does.
+ * stripe-cyclic file domains each subfile has one writer.
  *
  * aggio-test-ranks: 1 2 3 4
  */
@@ -418,78 +416,6 @@ static void existing_files(void) {
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
-/* A large independent write from memory out of alignment with the file,
- * direct I/O on: each subfile's stripes of it are gathered into one
- * transfer (storage_subfile.c, write_gathered), copied into bounce
- * buffers while a helper thread writes the previous one
- * (storage_posix.c).  Every byte lands where a plain write puts it, the
- * bytes went direct, and an injected failure of one of those transfers
- * (the one a helper thread makes) fails the write. */
-#define GATHERED (26 << 20) /* 3 subfiles: over 8 MiB (a bounce buffer) each */
-#define GATHERED_AT 12345
-
-static aggio_file open_gathered(const char *path) {
-  MPI_Info info = subfile_info("independent", "3");
-  MPI_Info_set(info, "aggio_direct_io", "enable");
-  MPI_Info_set(info, "aggio_stats", "true");
-  aggio_file fh = AGGIO_FILE_NULL;
-  int rc = aggio_file_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, info, &fh);
-  MPI_Info_free(&info);
-  CHECK(rc == 0, "open %s: %s", path, aggio_error_message());
-  return rc == 0 ? fh : AGGIO_FILE_NULL;
-}
-
-static void gathered_direct(void) {
-  char path[600];
-  snprintf(path, sizeof path, "%s/gathered", dir);
-  aggio_file fh = open_gathered(path);
-  if (!fh)
-    return;
-  char *mem = NULL, *buf = NULL;
-  if (rank == 0) {
-    mem = malloc((size_t)GATHERED + 1);
-    buf = mem + 1; /* never aligned */
-    for (int64_t i = 0; i < GATHERED; i++)
-      buf[i] = byte_at(GATHERED_AT + i, 5);
-    int rc = aggio_file_write_at(fh, GATHERED_AT, buf, GATHERED, MPI_BYTE, MPI_STATUS_IGNORE);
-    CHECK(rc == 0, "the gathered write: %s", aggio_error_message());
-    char *back = malloc(GATHERED);
-    memset(back, 0, GATHERED);
-    rc = aggio_file_read_at(fh, GATHERED_AT, back, GATHERED, MPI_BYTE, MPI_STATUS_IGNORE);
-    int64_t bad = -1;
-    for (int64_t i = 0; i < GATHERED && bad < 0; i++)
-      if (back[i] != buf[i])
-        bad = i;
-    CHECK(rc == 0 && bad < 0, "read back: rc %d, first wrong byte at %lld", rc, (long long)bad);
-    free(back);
-    int64_t direct = fh->obs.stats->c[AGGIO_C_DIRECT_WRITE_BYTES];
-    if (fh->st.dio == AGGIO_DIO_ON)
-      CHECK(direct > GATHERED / 2, "only %lld of %d bytes went direct", (long long)direct,
-            GATHERED);
-    else
-      printf("note: direct I/O is off here (%s): the gathered write went buffered\n",
-             fh->fstype);
-  }
-  CHECK(aggio_file_close(&fh) == 0, "close: %s", aggio_error_message());
-  /* The same write with its second system write failing: a helper
-   * thread's direct write when direct I/O runs here. */
-  setenv("AGGIO_FAULTS", "pwrite@0#2=EIO", 1);
-  fh = open_gathered(path);
-  unsetenv("AGGIO_FAULTS");
-  if (fh && rank == 0) {
-    int rc = aggio_file_write_at(fh, GATHERED_AT, buf, GATHERED, MPI_BYTE, MPI_STATUS_IGNORE);
-    CHECK(rc == AGGIO_ERR_IO, "the failing gathered write returned %d (%s)", rc,
-          aggio_error_message());
-  }
-  if (fh)
-    aggio_file_close(&fh);
-  free(mem);
-  MPI_Barrier(MPI_COMM_WORLD);
-  if (rank == 0)
-    aggio_file_delete(path, MPI_INFO_NULL);
-  MPI_Barrier(MPI_COMM_WORLD);
-}
-
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -510,7 +436,6 @@ int main(int argc, char **argv) {
   sizes_and_atomic();
   cannot_create();
   existing_files();
-  gathered_direct();
   MPI_Barrier(MPI_COMM_WORLD);
   if (rank == 0)
     rmdir(dir);
