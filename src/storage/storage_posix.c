@@ -11,9 +11,8 @@
  * a 1 MiB O_DIRECT write reaches the device's speed while 128 KiB ones run
  * at 40% of it, and every direct write waits for the device.  Head and tail
  * stay buffered.  Memory that is not aligned to the file system's direct-I/O
- * unit goes through bounce buffers taken from a locked per-file list, so
- * that I/O threads never share one; a helper thread writes one while the
- * next is filled (write_bounced).
+ * unit goes through a bounce buffer taken from a locked per-file list, so
+ * that I/O threads never share one.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -254,6 +253,29 @@ static int write_loop(struct aggio__store *st, int fd, const char *buf, int64_t 
   return 0;
 }
 
+/* The aligned middle through O_DIRECT, through a bounce buffer when the
+ * memory is not aligned. */
+static int write_direct(struct aggio__store *st, const char *buf, int64_t len, int64_t off,
+                        int flags, struct aggio__err *e) {
+  int fd = px(st)->fd_direct;
+  if (((uintptr_t)buf % (uintptr_t)st->dio_align) == 0)
+    return write_loop(st, fd, buf, len, off, 1, flags, e);
+  struct bounce *b = bounce_get(st);
+  if (!b)
+    return -EINVAL; /* no memory for the bounce: buffered instead */
+  int rc = 0;
+  while (rc == 0 && len > 0) {
+    int64_t n = len < AGGIO_BOUNCE ? len : AGGIO_BOUNCE;
+    memcpy(b->buf, buf, (size_t)n);
+    rc = write_loop(st, fd, b->buf, n, off, 1, flags, e);
+    buf += n;
+    off += n;
+    len -= n;
+  }
+  bounce_put(st, b);
+  return rc;
+}
+
 /* The aligned middle [*lo, *hi) of [off, off+len), or 0 when direct I/O is
  * off, not asked for, or the middle is too small to gain from it. */
 static int direct_middle(struct aggio__store *st, int64_t len, int64_t off, int flags, int64_t *lo,
@@ -275,86 +297,6 @@ static void direct_refused(struct aggio__store *st) {
   snprintf(st->dio_ignored, st->dio_ignored_len,
            "O_DIRECT transfer refused (EINVAL); using buffered I/O");
   pthread_mutex_unlock(st->info_lock);
-}
-
-/* ---- direct writes from unaligned memory ----------------------------------------- */
-
-/* One bounce buffer's direct write, on a helper thread while the caller
- * fills the other buffer. */
-struct dwrite {
-  pthread_t th;
-  struct aggio__store *st;
-  const char *buf;
-  int64_t len, off;
-  int flags, rc;
-  struct aggio__err err;
-};
-
-static void *dwrite_run(void *arg) {
-  struct dwrite *w = arg;
-  w->err.code = 0;
-  w->rc = write_loop(w->st, px(w->st)->fd_direct, w->buf, w->len, w->off, 1, w->flags, &w->err);
-  return NULL;
-}
-
-/* w's outcome (after its thread, when one runs it): an error becomes e's
- * unless e has one; -EINVAL (direct refused) is returned as such. */
-static int dwrite_done(struct dwrite *w, int *running, struct aggio__err *e) {
-  if (*running)
-    pthread_join(w->th, NULL);
-  *running = 0;
-  if (w->rc != 0 && w->rc != -EINVAL && e->code == 0)
-    *e = w->err;
-  return w->rc;
-}
-
-/* len bytes of unaligned memory, direct at the aligned off, through bounce
- * buffers: the caller copies into one while a helper thread writes the
- * other, so that the copy overlaps the device's time instead of adding to
- * it (HACC-IO's particle arrays, each rank's share starting anywhere in
- * the file: BENCHMARKS.md, issue 27).  One buffer when a second cannot be
- * had, the thread's work done here when it cannot start.  -EINVAL: direct
- * I/O refused (the caller writes the range again, buffered). */
-static int write_bounced(struct aggio__store *st, const char *buf, int64_t len, int64_t off,
-                         int flags, struct aggio__err *e) {
-  struct bounce *b[2] = {bounce_get(st), NULL};
-  if (!b[0])
-    return -EINVAL; /* no memory for the bounce: buffered instead */
-  if (len > AGGIO_BOUNCE)
-    b[1] = bounce_get(st);
-  struct dwrite w = {.st = st, .flags = flags};
-  int running = 0, rc = 0, cur = 0;
-  while (rc == 0 && len > 0) {
-    int64_t n = len < AGGIO_BOUNCE ? len : AGGIO_BOUNCE;
-    memcpy(b[cur]->buf, buf, (size_t)n);
-    if ((rc = dwrite_done(&w, &running, e)) != 0)
-      break;
-    w.buf = b[cur]->buf, w.len = n, w.off = off;
-    if (b[1] && len > n && pthread_create(&w.th, NULL, dwrite_run, &w) == 0) {
-      running = 1;
-      cur ^= 1;
-    } else {
-      dwrite_run(&w); /* the last buffer, or no thread: here */
-      if ((rc = dwrite_done(&w, &running, e)) != 0)
-        break;
-    }
-    buf += n, off += n, len -= n;
-  }
-  int last = dwrite_done(&w, &running, e);
-  rc = rc ? rc : last;
-  bounce_put(st, b[0]);
-  if (b[1])
-    bounce_put(st, b[1]);
-  return rc;
-}
-
-/* The aligned middle through O_DIRECT: straight from memory when it is
- * aligned, else through bounce buffers. */
-static int write_direct(struct aggio__store *st, const char *buf, int64_t len, int64_t off,
-                        int flags, struct aggio__err *e) {
-  if (((uintptr_t)buf % (uintptr_t)st->dio_align) == 0)
-    return write_loop(st, px(st)->fd_direct, buf, len, off, 1, flags, e);
-  return write_bounced(st, buf, len, off, flags, e);
 }
 
 static int px_pwrite(struct aggio__store *st, const void *vbuf, int64_t len, int64_t off, int flags,

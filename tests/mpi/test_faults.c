@@ -13,9 +13,7 @@
  *     pwrite, and the file works again;
  *   - fsync failing with EINVAL or EROFS: sync reports it on every rank;
  *   - direct I/O from unaligned memory on several I/O threads at once (the
- *     bounce buffers must not be shared), and of several bounce buffers in
- *     one call (a helper thread writes one while the next is filled; its
- *     failure fails the call).
+ *     bounce buffers must not be shared).
  *
  * aggio-test-ranks: 1 2 4
  */
@@ -425,51 +423,6 @@ static void t_bounce(void) {
   aggio_file_close(&fh);
 }
 
-/* A direct write of several bounce buffers from unaligned memory: a
- * helper thread writes one while the next is filled (storage_posix.c).
- * Every byte lands, and a failure of the helper's write (the second
- * system write) fails the call. */
-static void t_bounce_pipelined(void) {
-  enum { N = (17 << 20) + 777, AT = 12345 };
-  char *mem = malloc((size_t)N + 1), *p = mem + 1; /* never aligned */
-  for (int i = 0; i < N; i++)
-    p[i] = (char)pat(20, i);
-  for (int failing = 0; failing <= 1; failing++) {
-    if (failing)
-      setenv("AGGIO_FAULTS", "pwrite@0#2=EIO", 1);
-    aggio_file fh = open_with("independent", MPI_MODE_CREATE | MPI_MODE_RDWR,
-                              "aggio_direct_io", "enable");
-    unsetenv("AGGIO_FAULTS");
-    CHECK(fh != AGGIO_FILE_NULL, "open: %s", aggio_error_message());
-    if (!fh)
-      break;
-    if (rank == 0 && fh->st.dio != AGGIO_DIO_ON) {
-      printf("note: direct I/O is off here (%s): the pipelined bounce test wrote nothing\n",
-             fh->fstype);
-    } else if (rank == 0) {
-      struct aggio__err e = {0};
-      int rc = aggio__pwrite(fh, p, N, AT, AGGIO_IO_DIRECT_OK, &e);
-      if (failing) {
-        CHECK(rc == AGGIO_ERR_IO, "the failing pipelined write returned %d (%s)", rc, e.msg);
-      } else {
-        char *got = malloc(N);
-        int64_t n = 0;
-        struct aggio__err re = {0};
-        aggio__pread(fh, got, N, AT, &n, 0, &re);
-        int bad = -1;
-        for (int j = 0; j < N && bad < 0; j++)
-          if (got[j] != p[j])
-            bad = j;
-        CHECK(rc == 0 && n == N && bad < 0, "pipelined write: rc %d, %lld bytes back, first "
-              "wrong byte %d", rc, (long long)n, bad);
-        free(got);
-      }
-    }
-    aggio_file_close(&fh);
-  }
-  free(mem);
-}
-
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -486,6 +439,5 @@ int main(int argc, char **argv) {
   t_deferred_behind_own_error();
   t_fsync();
   t_bounce();
-  t_bounce_pipelined();
   return test_finish_mpi(path);
 }
