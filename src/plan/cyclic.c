@@ -84,7 +84,9 @@ int aggio__cyclic_groups(int naggr, int m) {
     return 1;
   if (m <= 0)
     return naggr;
-  for (int g = naggr < m ? naggr : m; g > 1; g--)
+  if (naggr >= m) /* every aggregator busy, each on one subfile */
+    return naggr / m * m;
+  for (int g = naggr; g > 1; g--)
     if (m % g == 0)
       return g;
   return 1;

@@ -11,7 +11,8 @@
  * subfiles too; a bad aggio_subfiles is a clear error; an existing file
  * keeps what it is (EXCL on a layout fails, an ordinary file stays one
  * with the hint reported ignored, a missing subfile fails the open); with
- * stripe-cyclic file domains each subfile has one writer.
+ * stripe-cyclic file domains each aggregator writes one subfile (N
+ * aggregators over N subfiles, and over N/2).
  *
  * aggio-test-ranks: 1 2 3 4
  */
@@ -253,17 +254,18 @@ static void one_case(const char *strategy, const char *count, int m) {
  * bytes are the MPI library's; contiguous domains (asked for) make every
  * aggregator write to every subfile its range crosses, which the count
  * shows (so it can tell them apart). */
-static void writers(const char *domains) {
-  char path[600], ref_path[600], m[16];
-  snprintf(path, sizeof path, "%s/sub_writers_%s.dat", dir, domains);
-  snprintf(ref_path, sizeof ref_path, "%s/ref_writers_%s.dat", dir, domains);
-  snprintf(m, sizeof m, "%d", nprocs);
+static void writers(const char *domains, int subfiles) {
+  char path[600], ref_path[600], m[16], naggr[16];
+  snprintf(path, sizeof path, "%s/sub_writers_%s_%d.dat", dir, domains, subfiles);
+  snprintf(ref_path, sizeof ref_path, "%s/ref_writers_%s_%d.dat", dir, domains, subfiles);
+  snprintf(m, sizeof m, "%d", subfiles);
+  snprintf(naggr, sizeof naggr, "%d", nprocs);
   MPI_File mf;
   MPI_File_open(MPI_COMM_WORLD, ref_path, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &mf);
   int64_t size = the_writes(&via_mpi, &mf, 1);
   MPI_File_close(&mf);
   MPI_Info info = subfile_info("two_phase", m);
-  MPI_Info_set(info, "cb_nodes", m);
+  MPI_Info_set(info, "cb_nodes", naggr);
   MPI_Info_set(info, "aggio_cb_domains", domains);
   MPI_Info_set(info, "aggio_stats", "true");
   aggio_file fh = AGGIO_FILE_NULL;
@@ -279,9 +281,10 @@ static void writers(const char *domains) {
         aggio_error_message());
   if (strcmp(domains, "contiguous") == 0)
     CHECK(nprocs == 1 || all > nprocs, "contiguous domains: %lld writers of %d subfiles", all,
-          nprocs);
-  else
-    CHECK(all == nprocs, "%s domains: %lld writers of %d subfiles", domains, all, nprocs);
+          subfiles);
+  else /* each aggregator writes one subfile: as many pairs as aggregators */
+    CHECK(all == nprocs, "%s domains, %d aggregators: %lld writers of %d subfiles", domains,
+          nprocs, all, subfiles);
   int64_t n = 0;
   char *ref = slurp(ref_path, &n);
   CHECK(ref && n == size, "writers %s: reference of %lld bytes", domains, (long long)n);
@@ -431,8 +434,10 @@ int main(int argc, char **argv) {
     one_case(strategies[s], "3", 3);
   one_case("auto", "1", 1);
   one_case("two_phase", "auto", 1); /* one node here: one subfile */
-  writers("automatic");
-  writers("contiguous");
+  writers("automatic", nprocs);
+  writers("contiguous", nprocs);
+  if (nprocs % 2 == 0) /* twice the aggregators: two writers per subfile, all busy */
+    writers("automatic", nprocs / 2);
   sizes_and_atomic();
   cannot_create();
   existing_files();

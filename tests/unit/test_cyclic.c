@@ -51,21 +51,26 @@ static void check_identity(void) {
         "unit 0 is the identity");
 }
 
-/* With G from aggio__cyclic_groups, stripe i's writer i mod G determines
- * its subfile i mod M: no subfile has two writers. */
+/* With G from aggio__cyclic_groups, stripe i's writer is i mod G and its
+ * subfile i mod M.  Fewer aggregators than subfiles: no subfile has two
+ * writers.  As many or more: every aggregator writes one subfile, and at
+ * most M - 1 aggregators stay idle. */
 static void check_groups(int naggr, int m) {
   int G = aggio__cyclic_groups(naggr, m);
-  int owner[64];
-  int bad = G < 1 || G > naggr;
-  for (int k = 0; k < m; k++)
-    owner[k] = -1;
+  int owner[64], wrote[64];
+  int bad = G < 1 || G > naggr || (naggr >= m && G <= naggr - m);
+  for (int k = 0; k < 64; k++)
+    owner[k] = wrote[k] = -1;
   for (int i = 0; i < 4 * 64 && !bad; i++) {
     int k = i % m, g = i % G;
-    if (owner[k] >= 0 && owner[k] != g)
-      bad = 1;
+    if (naggr < m && owner[k] >= 0 && owner[k] != g)
+      bad = 1; /* a subfile with two writers */
+    if (naggr >= m && wrote[g] >= 0 && wrote[g] != k)
+      bad = 1; /* an aggregator in two subfiles */
     owner[k] = g;
+    wrote[g] = k;
   }
-  CHECK(!bad, "aggregators %d subfiles %d: G %d gives a subfile two writers", naggr, m, G);
+  CHECK(!bad, "aggregators %d subfiles %d: G %d", naggr, m, G);
 }
 
 int main(void) {
@@ -87,7 +92,8 @@ int main(void) {
   for (int a = 1; a <= 12; a++)
     for (int m = 1; m <= 12; m++)
       check_groups(a, m);
-  CHECK(aggio__cyclic_groups(4, 4) == 4 && aggio__cyclic_groups(8, 4) == 4 &&
+  CHECK(aggio__cyclic_groups(4, 4) == 4 && aggio__cyclic_groups(8, 4) == 8 &&
+            aggio__cyclic_groups(16, 4) == 16 && aggio__cyclic_groups(7, 3) == 6 &&
             aggio__cyclic_groups(2, 4) == 2 && aggio__cyclic_groups(6, 9) == 3 &&
             aggio__cyclic_groups(3, 4) == 2 && aggio__cyclic_groups(5, 0) == 5 &&
             aggio__cyclic_groups(4, 7) == 1,
