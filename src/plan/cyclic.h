@@ -49,8 +49,8 @@ void aggio__cyclic_domains(const struct aggio__cyclic *c, int64_t lo, int64_t hi
  * aggregators share one where it can be helped: with at least m
  * aggregators, the largest multiple of m up to naggr (each aggregator
  * writes one subfile, each subfile G / m aggregators: on mira-512, 16
- * aggregators over 4 subfiles wrote 2452 MB/s as 4 groups against 8445
- * into one file, SIMULATION.md); with fewer, the largest divisor of m up
+ * aggregators over 4 subfiles wrote 2452 MB/s as 4 groups and 5017 as 16,
+ * SIMULATION.md); with fewer, the largest divisor of m up
  * to naggr (one writer per subfile, m / G subfiles each, as HDF5's
  * subfiling has one I/O concentrator per subfile).  Aggregators past G
  * stay idle. */
