@@ -50,10 +50,9 @@ void aggio__cyclic_domains(const struct aggio__cyclic *c, int64_t lo, int64_t hi
  * aggregators, the largest multiple of m up to naggr (each aggregator
  * writes one subfile, each subfile G / m aggregators: on mira-512, 16
  * aggregators over 4 subfiles wrote 2452 MB/s as 4 groups and 5017 as 16,
- * SIMULATION.md); with fewer, the largest divisor of m up
- * to naggr (one writer per subfile, m / G subfiles each, as HDF5's
- * subfiling has one I/O concentrator per subfile).  Aggregators past G
- * stay idle. */
+ * SIMULATION.md); with fewer, the largest divisor of m up to naggr (one
+ * writer per subfile, m / G subfiles each, as HDF5's subfiling has one
+ * I/O concentrator per subfile).  Aggregators past G stay idle. */
 int aggio__cyclic_groups(int naggr, int m);
 
 /* aggio_cb_domains: whether h is one of its values. */

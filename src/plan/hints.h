@@ -93,7 +93,8 @@ enum aggio__tristate { AGGIO_DISABLE = 0, AGGIO_ENABLE = 1, AGGIO_AUTOMATIC = 2 
     "two-phase exchange: two_sided (messages), rma (one-sided puts/gets), automatic")       \
   X(cb_domains, "aggio_cb_domains", AGGIO_HK_STRING, "automatic", 1,                       \
     "two-phase file domains: contiguous, stripe_cyclic (aggregator g of G takes stripes g, "  \
-    "g+G, ...), automatic (stripe_cyclic on a subfiled file, each aggregator on one subfile)")      \
+    "g+G, ...), automatic (stripe_cyclic on a subfiled file, each aggregator on one "       \
+    "subfile)")                                                                             \
   X(cray_cb_nodes_multiplier, "cray_cb_nodes_multiplier", AGGIO_HK_INT, "1", 1,              \
     "aggregators per stripe: multiplies the aggregator count (capped by ranks)")           \
   X(cray_cb_write_lock_mode, "cray_cb_write_lock_mode", AGGIO_HK_INT, "0", 1,                \

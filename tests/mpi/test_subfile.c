@@ -248,12 +248,13 @@ static void one_case(const char *strategy, const char *count, int m) {
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
-/* One writer per subfile: with stripe-cyclic file domains (a subfiled
- * file's default) nprocs aggregators over nprocs subfiles write one
- * subfile each, the statistics' writer count is the subfile count, and the
- * bytes are the MPI library's; contiguous domains (asked for) make every
- * aggregator write to every subfile its range crosses, which the count
- * shows (so it can tell them apart). */
+/* Each aggregator on one subfile: with stripe-cyclic file domains (a
+ * subfiled file's default) nprocs aggregators over `subfiles` subfiles
+ * (nprocs, or nprocs / 2) write one subfile each, the statistics' writer
+ * count is the aggregator count, and the bytes are the MPI library's;
+ * contiguous domains (asked for) make every aggregator write to every
+ * subfile its range crosses, which the count shows (so it can tell them
+ * apart). */
 static void writers(const char *domains, int subfiles) {
   char path[600], ref_path[600], m[16], naggr[16];
   snprintf(path, sizeof path, "%s/sub_writers_%s_%d.dat", dir, domains, subfiles);
