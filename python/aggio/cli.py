@@ -1,20 +1,21 @@
 """aggio: I/O reports and findings with fixes from aggio traces and Darshan
-logs, replays of a log's access pattern through aggio-bench, and the
-conversion of subfiled files."""
+logs, replays of a log's access pattern through aggio-bench, the
+conversion of subfiled files, and the draining of stage directories."""
 from __future__ import annotations
 
 import argparse
 import sys
 
-from . import __version__, advise, replay, report, subfile, tune
+from . import __version__, advise, replay, report, stage, subfile, tune
 
 # Each subcommand is a module with setup_parser(parser) and main(argv).
 SUBCOMMANDS = {"report": report, "advise": advise, "replay": replay, "tune": tune,
-               "subfile": subfile}
+               "subfile": subfile, "stage": stage}
 
 DESCRIPTION = ("I/O reports and findings with fixes from aggio traces and Darshan logs, "
-               "replays of a log's access pattern through aggio-bench, and subfiled files "
-               "shown, joined into one file or split.")
+               "replays of a log's access pattern through aggio-bench, subfiled files "
+               "shown, joined into one file or split, and staged writes drained into their "
+               "final files.")
 EPILOG = ("Run `aggio COMMAND --help` for a command's options.  Exit status: 0 when the "
           "inputs were read, 1 when an input cannot be read (or a run failed), 2 for bad "
           "arguments.")

@@ -28,6 +28,7 @@
 #include "registry.h"
 #include "request.h"
 #include "shared_fp.h"
+#include "staging.h"
 #include "subfiling.h"
 
 /* ---- access modes --------------------------------------------------------- */
@@ -312,8 +313,10 @@ static int choose_storage(aggio_file fh, struct aggio__err *e) {
   fh->st.ops = aggio__storage_find(fh->hints.storage.str);
   store_hints(fh);
   if (fh->st.ops) {
-    aggio__writeback_configure(fh);
-    return aggio__subfiling_choose(fh, e);
+    if (aggio__subfiling_choose(fh, e) == 0)
+      aggio__staging_choose(fh, e);
+    aggio__writeback_configure(fh); /* after the back end is settled: it asks it */
+    return e->code;
   }
   fh->st.ops = aggio__storage_default(); /* release() calls it on no state */
   return aggio__fail(e, AGGIO_ERR_UNSUPPORTED,
@@ -361,8 +364,10 @@ int aggio_file_open(MPI_Comm comm, const char *filename, int amode,
   }
   aggio__hints_gather(&fh->hints, info, fh->path, fh->rank, 1);
   if (aggio__hints_check_same(fh->comm, &fh->hints, fh->rank, &e) == 0 &&
-      choose_storage(fh, &e) == 0 && aggio__topology(fh, &e) == 0)
+      choose_storage(fh, &e) == 0 && aggio__topology(fh, &e) == 0) {
     aggio__subfiling_resolve(fh);
+    aggio__staging_resolve(fh);
+  }
   if (aggio__agree(fh->comm, &e) == 0)
     open_everywhere(fh, &e);
   if (aggio__agree(fh->comm, &e) == 0)
@@ -376,6 +381,7 @@ int aggio_file_open(MPI_Comm comm, const char *filename, int amode,
   fh->strategy = aggio__strategy_at(fh, (int)fh->hints.strategy.num);
   if (!fh->strategy)
     fh->strategy = aggio__strategy_at(fh, AGGIO_STRAT_AUTO);
+  fh->strategy = aggio__staging_strategy(fh, fh->strategy);
   aggio__strategies_prepare(fh);
   if (amode & MPI_MODE_APPEND) { /* the pointers start at the end, on every rank */
     MPI_Offset size = 0;
@@ -426,6 +432,8 @@ int aggio_file_close(aggio_file *fhp) {
   fh->pool = NULL;
   aggio__writeback_free(fh);
   fh->st.ops->close(&fh->st, &e);
+  if (fh->open.finalizing) /* staged bytes the movers could not write */
+    aggio__staging_report_unwritten(fh, stderr);
   aggio__sfp_close(fh); /* collective: every rank is done with the pointer */
   MPI_Barrier(fh->comm); /* every rank closed before any unlink */
   if ((fh->amode & MPI_MODE_DELETE_ON_CLOSE) && fh->rank == 0 && fh->st.ops->remove)
@@ -448,10 +456,21 @@ int aggio_file_close(aggio_file *fhp) {
   return aggio__finish(&e);
 }
 
+/* The file, and its stage directory when the hints name one: bytes
+ * staged for a deleted file must not reappear at the next open. */
 int aggio_file_delete(const char *filename, MPI_Info info) {
   struct aggio__err e = {0};
-  (void)info;
   filename = aggio__file_name_unprefixed(filename);
+  if (filename && *filename) {
+    struct aggio__hints *h = calloc(1, sizeof *h);
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (h)
+      aggio__hints_gather(h, info, filename, rank, 1);
+    if (h && h->stage_dir.str[0])
+      aggio__stage_remove(h->stage_dir.str, filename);
+    free(h);
+  }
   if (!filename || !*filename)
     aggio__fail(&e, AGGIO_ERR_NAME, "file name is NULL or empty");
   else if (aggio__subfile_detect(filename)) /* the layout and its subfiles */
@@ -607,7 +626,7 @@ static void hints_changed(aggio_file fh, struct aggio__err *e) {
   mark_unhonoured(fh);
   const struct aggio__strategy_ops *s =
       aggio__strategy_at(fh, (int)fh->hints.strategy.num);
-  fh->strategy = s ? s : aggio__strategy_at(fh, AGGIO_STRAT_AUTO);
+  fh->strategy = aggio__staging_strategy(fh, s ? s : aggio__strategy_at(fh, AGGIO_STRAT_AUTO));
 }
 
 /* The back end holds the open file, so it stays what open chose; a new
@@ -839,7 +858,8 @@ int aggio_file_set_size(aggio_file fh, MPI_Offset size) {
   aggio__requests_settle(fh);
   check_size_call(fh, size, "set_size", &e);
   /* held data reaches the file first, so that the truncation cuts it too */
-  if (aggio__agree(fh->comm, &e) == 0 && aggio__flush_all(fh, &e) == 0 && fh->rank == 0)
+  if (aggio__agree(fh->comm, &e) == 0 && aggio__flush_all(fh, &e) == 0 &&
+      aggio__flush_store(fh, &e) == 0 && fh->rank == 0)
     aggio__store_truncate(&fh->st, size, &e);
   fh->coll_end = 0; /* the flush put every node's data in the file, then cut */
   aggio__agree(fh->comm, &e);
@@ -917,10 +937,12 @@ int aggio_file_set_atomicity(aggio_file fh, int flag) {
   }
   aggio__requests_settle(fh);
   check_same(fh, flag != 0, "the atomicity flag", &e);
-  if (aggio__agree(fh->comm, &e) == 0 && flag && aggio__flush_all(fh, &e) == 0)
+  if (aggio__agree(fh->comm, &e) == 0 && flag && aggio__flush_all(fh, &e) == 0 &&
+      aggio__flush_store(fh, &e) == 0)
     fh->atomic = 1;
   else if (e.code == 0)
     fh->atomic = 0;
+  fh->st.write_through = fh->atomic; /* a staging back end writes through */
   return aggio__finish(&e);
 }
 

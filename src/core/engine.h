@@ -279,6 +279,11 @@ int aggio__flush_local(aggio_file fh, struct aggio__err *e);
 /* Collective: the flush above followed by the agreement. */
 int aggio__flush_all(aggio_file fh, struct aggio__err *e);
 
+/* Collective: what the storage back end holds of every rank's writes
+ * (staged bytes) in the file, agreed; nothing to do, and no agreement,
+ * on a back end that holds none (the same on every rank). */
+int aggio__flush_store(aggio_file fh, struct aggio__err *e);
+
 /* What the strategies could not write of what they acknowledged and no
  * call has reported (write-behind's failed blocks), said on `out` by the
  * rank that speaks for its node: at MPI_Finalize and before MPI_Abort,

@@ -54,6 +54,14 @@ int aggio__flush_all(aggio_file fh, struct aggio__err *e) {
   return e->code;
 }
 
+int aggio__flush_store(aggio_file fh, struct aggio__err *e) {
+  if (!fh->st.ops->flush)
+    return e->code;
+  if (e->code == 0)
+    fh->st.ops->flush(&fh->st, e);
+  return aggio__agree(fh->comm, e);
+}
+
 int64_t aggio__report_unwritten(aggio_file fh, FILE *out) {
   int64_t total = 0;
   for (int i = 0; i < AGGIO_NSTRATEGIES; i++) {

@@ -109,6 +109,18 @@ enum aggio__tristate { AGGIO_DISABLE = 0, AGGIO_ENABLE = 1, AGGIO_AUTOMATIC = 2 
     "or M (docs/subfiling.md)")                                                               \
   X(subfile_stripe, "aggio_subfile_stripe", AGGIO_HK_SIZE, "0", 1,                            \
     "a new subfiled file's stripe (0: striping_unit, else 1 MiB)")       \
+  X(stage_dir, "aggio_stage_dir", AGGIO_HK_STRING, "", 1,                                    \
+    "stage writes in this node-local directory; movers copy them to the file behind the "    \
+    "program (empty: off; docs/staging.md)")                                                  \
+  X(stage_drain, "aggio_stage_drain", AGGIO_HK_STRING, "background", 1,                        \
+    "when staged bytes move to the file: background, at_close, none (aggio stage drain)")    \
+  X(stage_movers, "aggio_stage_movers", AGGIO_HK_INT, "2", 1,                                  \
+    "movers per node, shared by its processes (each has at least one)")                       \
+  X(stage_sync, "aggio_stage_sync", AGGIO_HK_STRING, "final", 1,                               \
+    "what sync waits for on a staged file: final (the file's device) or stage")               \
+  X(stage_checksum, "aggio_stage_checksum", AGGIO_HK_STRING, "auto", 1,                        \
+    "staged bytes carry a CRC-32 checked when a stage is replayed: data, record (the index "  \
+    "record's only), auto (record on a memory file system such as /dev/shm, else data)")      \
   X(emulate_nodes, "aggio_emulate_nodes", AGGIO_HK_INT, "0", 1,                              \
     "split each node's ranks into N emulated nodes (0: real topology)")                      \
   X(placement, "aggio_placement", AGGIO_HK_STRING, "auto", 1,                               \

@@ -13,7 +13,10 @@
  *          layout file (docs/subfiling.md), chosen by the core when
  *          aggio_subfiles asks for it or the file is such a layout; each
  *          subfile is a store of posix, or of null with aggio_storage=null.
- * A tier back end would fill the same table.
+ *   stage  storage_stage.c, writes staged in a node-local directory and
+ *          moved to the final file (a posix store) by movers behind the
+ *          program (docs/staging.md), chosen by the core when
+ *          aggio_stage_dir names a directory.
  *
  * Every call may run on any thread (the calling thread or an I/O thread of
  * the file's pool or cache), so back ends keep no unlocked shared scratch.
@@ -67,6 +70,23 @@ struct aggio__store {
    * e.g. SimGrid: the layout lives in memory and nothing reaches a disk);
    * NULL when the file is not subfiled */
   const struct aggio__storage_ops *subfile_ops;
+  /* Staging (storage_stage.c, docs/staging.md): the stage back end keeps
+   * the final file in a store of final_ops (posix); NULL when the file is
+   * not staged.  Set by the core at open (core/staging.c), then fixed. */
+  const struct aggio__storage_ops *final_ops;
+  struct aggio__stage_conf {
+    char dir[256];      /* aggio_stage_dir */
+    int drain;          /* enum aggio__stage_drain */
+    int movers;         /* this process's movers */
+    int sync_final;     /* sync waits until the bytes are in the final file */
+    int data_crc;       /* aggio_stage_checksum: records carry their data's CRC
+                         * (1), or their own only (0); -1 auto: 0 on a memory
+                         * file system, whose stage a node's crash loses whole */
+    char session[17];   /* the open's time (rank 0's), the same on every rank */
+  } stage;
+  /* Atomic mode: the back end holds nothing between calls (set by the
+   * core after a flush; a staging back end writes through). */
+  int write_through;
   struct aggio__obs_state *obs; /* the file's statistics and trace */
   struct aggio__faults *faults; /* AGGIO_FAULTS, or NULL */
   /* learnt at open */
@@ -149,7 +169,17 @@ struct aggio__storage_ops {
    * probe, and when hints change them): a back end that keeps stores of
    * its own passes them on.  NULL: nothing to do. */
   void (*configured)(struct aggio__store *st);
+  /* Brings what the back end holds of this rank's writes (staged bytes)
+   * into the final file and waits for it, without syncing; a failure of
+   * its movers kept since, once.  NULL: the back end holds nothing. */
+  int (*flush)(struct aggio__store *st, struct aggio__err *e);
+  /* Bytes whose writes returned success that are not in the file and
+   * cannot be any more (the movers failed), with where they are in msg.
+   * NULL: none can be. */
+  int64_t (*unwritten)(struct aggio__store *st, char *msg, size_t len);
 };
+
+enum aggio__stage_drain { AGGIO_STAGE_BACKGROUND, AGGIO_STAGE_AT_CLOSE, AGGIO_STAGE_NONE };
 
 /* The registry (storage_registry.c): the back end called name
  * (aggio_storage), or NULL when there is none; the default one (the
@@ -157,6 +187,11 @@ struct aggio__storage_ops {
 const struct aggio__storage_ops *aggio__storage_find(const char *name);
 const struct aggio__storage_ops *aggio__storage_default(void);
 const char *aggio__storage_names(void);
+
+/* Staging (storage_stage.c): removes the stage directory of the final
+ * file at path under stage_dir, with whatever it holds (MPI_File_delete,
+ * MPI_MODE_DELETE_ON_CLOSE). */
+void aggio__stage_remove(const char *stage_dir, const char *path);
 
 /* Subfiling (storage_subfile.c): whether the file at path is a subfiled
  * layout (its first line), and its removal with its subfiles. */

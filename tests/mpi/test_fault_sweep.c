@@ -17,7 +17,7 @@
  * Knobs and reproducers: docs/testing.md, "Fault sweeps".
  *
  * aggio-test-ranks: 2 4
- * aggio-test-parts: open first flush merge placement close finalize
+ * aggio-test-parts: open first flush merge placement close finalize stage
  */
 #include <aggio.h>
 
@@ -26,6 +26,7 @@
 #include "subfile_read.h"
 
 #include <fcntl.h>
+#include <ftw.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -59,6 +60,17 @@ static int run_id;
 
 /* ---- one run of a scenario ------------------------------------------------- */
 
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *f) {
+  (void)sb, (void)flag, (void)f;
+  remove(path);
+  return 0;
+}
+
+/* rm -r of path (a stage directory), when it exists. */
+static void remove_tree(const char *path) {
+  nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 /* Bytes a write put in the file: `count` pieces of `len` bytes, `stride`
  * apart from `off`, each byte pat(seed, its offset).  They must be there
  * after the run when the call `call` and every later call succeeded (call
@@ -72,7 +84,7 @@ struct run {
   char label[160]; /* "first.two_phase alloc@3 n=7" */
   char spec[96];   /* AGGIO_FAULTS of the file under test */
   char repro[128]; /* the AGGIO_SWEEP_ONLY that repeats this run */
-  char path[2][600], trace[600];
+  char path[2][600], trace[600], stage[600]; /* stage: the run's aggio_stage_dir */
   int ncalls;
   int rc[MAXCALLS];
   const char *what[MAXCALLS];
@@ -733,6 +745,22 @@ static void sc_finalize(struct run *r, const void *arg) {
   COLL(r, "aggio_finalize", aggio_finalize());
 }
 
+/* Staged writes (aggio_stage_dir, docs/staging.md): small collective
+ * writes land in the run's stage directory, and movers copy them to the
+ * file behind the calls (background) or at sync and close (at_close); a
+ * mover's failure must be a later call's outcome on every rank. */
+static void sc_stage(struct run *r, const void *arg) {
+  MPI_Info info = info_of("aggio_stage_dir", r->stage, "aggio_stage_drain", (const char *)arg,
+                          "aggio_emulate_nodes", "2", NULL);
+  aggio_file fh = open_file(r, 0, MPI_MODE_CREATE | MPI_MODE_RDWR, info, 1);
+  if (!fh)
+    return;
+  small_writes(r, fh, 0, 8, 0);
+  COLL(r, "sync", aggio_file_sync(fh));
+  small_writes(r, fh, 0, 8, (int64_t)8 * nprocs * SMALL);
+  COLL(r, "close", aggio_file_close(&fh));
+}
+
 /* ---- the sweep ------------------------------------------------------------- */
 
 struct scenario {
@@ -777,6 +805,8 @@ static const struct scenario scenarios[] = {
     {"placement", "placement", sc_placement, NULL, 0},
     {"close", "close", sc_close, NULL, 1},
     {"finalize", "finalize", sc_finalize, NULL, 1},
+    {"stage", "stage.background", sc_stage, "background", 0},
+    {"stage", "stage.at_close", sc_stage, "at_close", 0},
 };
 
 /* stdout to /dev/null while a scenario runs (statistics blocks at close);
@@ -804,6 +834,7 @@ static void run_once(const struct scenario *sc, struct run *r,
   snprintf(r->path[0], sizeof r->path[0], "%s.%d.a", prefix, id);
   snprintf(r->path[1], sizeof r->path[1], "%s.%d.b", prefix, id);
   snprintf(r->trace, sizeof r->trace, "%s.%d.trc", prefix, id);
+  snprintf(r->stage, sizeof r->stage, "%s.%d.stage", prefix, id);
   r->ncalls = r->nexp = r->split = r->failed = 0;
   counts(r->start);
   arm(r);
@@ -822,6 +853,7 @@ static void run_once(const struct scenario *sc, struct run *r,
     aggio_file_delete(r->path[0], MPI_INFO_NULL);
     aggio_file_delete(r->path[1], MPI_INFO_NULL);
     unlink(r->trace);
+    remove_tree(r->stage); /* what a failed mover left staged */
   }
 }
 

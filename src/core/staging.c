@@ -1,0 +1,124 @@
+/*
+ * staging.c - the choice of the stage back end at open (staging.h).
+ *
+ * Staging wraps one ordinary POSIX file: the movers and `aggio stage
+ * drain` write the final file with plain pwrite, so a subfiled file or the
+ * null back end is not staged (the hint says so in MPI_File_get_info).
+ * The stage holds each rank's own writes, so a staged file is written by
+ * every rank (romio_no_indep_rw is ignored) through the independent
+ * strategy.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <sys/time.h>
+
+#include "staging.h"
+
+extern const struct aggio__storage_ops aggio__storage_posix, aggio__storage_null,
+    aggio__storage_stage;
+
+static void ignored(struct aggio__hint_value *h, const char *why) {
+  snprintf(h->ignored, sizeof h->ignored, "%s", why);
+}
+
+static int drain_mode(struct aggio__hint_value *h) {
+  const char *names[] = {"background", "at_close", "none"};
+  for (int i = 0; i < 3; i++)
+    if (strcmp(h->str, names[i]) == 0)
+      return i;
+  ignored(h, "not background, at_close or none: background used");
+  return AGGIO_STAGE_BACKGROUND;
+}
+
+static int data_crc(struct aggio__hint_value *h) {
+  const char *names[] = {"record", "data", "auto"};
+  for (int i = 0; i < 3; i++)
+    if (strcmp(h->str, names[i]) == 0)
+      return i < 2 ? i : -1;
+  ignored(h, "not data, record or auto: auto used");
+  return -1;
+}
+
+static int sync_final(struct aggio__hint_value *h) {
+  if (strcmp(h->str, "final") == 0 || strcmp(h->str, "stage") == 0)
+    return strcmp(h->str, "final") == 0;
+  ignored(h, "not final or stage: final used");
+  return 1;
+}
+
+/* The open's session: rank 0's clock in microseconds, so that the
+ * sessions of a stage directory sort by age (docs/staging.md). */
+static void session_name(aggio_file fh) {
+  long long us = 0;
+  if (fh->rank == 0) {
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    us = (long long)tv.tv_sec * 1000000LL + tv.tv_usec;
+  }
+  MPI_Bcast(&us, 1, MPI_LONG_LONG, 0, fh->comm);
+  snprintf(fh->st.stage.session, sizeof fh->st.stage.session, "%016llx",
+           (unsigned long long)us);
+}
+
+int aggio__staging_choose(aggio_file fh, struct aggio__err *e) {
+  (void)e;
+  fh->st.final_ops = NULL;
+  if (fh->hints.stage_dir.str[0] == '\0')
+    return 0;
+  if (fh->st.ops != &aggio__storage_posix) {
+    ignored(&fh->hints.stage_dir, fh->st.ops == &aggio__storage_null
+                                      ? "the null back end stores nothing to stage"
+                                      : "staging writes one ordinary file: this one is "
+                                        "subfiled");
+    return 0;
+  }
+  struct aggio__stage_conf *c = &fh->st.stage;
+  snprintf(c->dir, sizeof c->dir, "%s", fh->hints.stage_dir.str);
+  c->drain = drain_mode(&fh->hints.stage_drain);
+  c->sync_final = sync_final(&fh->hints.stage_sync);
+  c->data_crc = data_crc(&fh->hints.stage_checksum);
+  c->movers = 1;
+  session_name(fh);
+  if (fh->hints.no_indep_rw.num) {
+    ignored(&fh->hints.no_indep_rw, "a staged file is written by every rank");
+    fh->hints.no_indep_rw.num = 0;
+  }
+  fh->st.final_ops = &aggio__storage_posix;
+  fh->st.ops = &aggio__storage_stage;
+  return 0;
+}
+
+void aggio__staging_resolve(aggio_file fh) {
+  if (!aggio__staged(fh))
+    return;
+  int on_node = 1;
+  if (fh->topo.node_comm != MPI_COMM_NULL)
+    MPI_Comm_size(fh->topo.node_comm, &on_node);
+  int64_t m = fh->hints.stage_movers.num > 0 ? fh->hints.stage_movers.num : 1;
+  int64_t mine = (m + on_node - 1) / on_node;
+  fh->st.stage.movers = (int)(mine < 1 ? 1 : mine > 64 ? 64 : mine);
+}
+
+int aggio__staged(aggio_file fh) { return fh->st.final_ops != NULL; }
+
+const struct aggio__strategy_ops *
+aggio__staging_strategy(aggio_file fh, const struct aggio__strategy_ops *wanted) {
+  if (!aggio__staged(fh))
+    return wanted;
+  const struct aggio__strategy_ops *ind = aggio__strategy_at(fh, AGGIO_STRAT_INDEPENDENT);
+  struct aggio__hint_value *h = &fh->hints.strategy;
+  if (h->num != AGGIO_STRAT_AUTO && h->num != AGGIO_STRAT_INDEPENDENT)
+    ignored(h, "a staged file is written by each rank into its node's stage: "
+               "independent");
+  return ind ? ind : wanted;
+}
+
+int64_t aggio__staging_report_unwritten(aggio_file fh, FILE *out) {
+  char msg[AGGIO_ERRMSG_LEN + 2 * 4096];
+  int64_t n = fh->st.ops->unwritten ? fh->st.ops->unwritten(&fh->st, msg, sizeof msg) : 0;
+  if (n > 0)
+    fprintf(out, "aggio: %s: %lld bytes of writes that had returned success could not be "
+            "written to the file, which is incomplete: %s\n",
+            fh->path, (long long)n, msg);
+  return n;
+}

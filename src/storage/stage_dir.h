@@ -1,0 +1,38 @@
+/*
+ * stage_dir.h - a stage directory on disk (stage_dir.c, docs/staging.md),
+ * for the stage back end (storage_stage.c).  Every function returns 0 or
+ * an errno value unless it says otherwise.
+ */
+#ifndef AGGIO_STAGE_DIR_H
+#define AGGIO_STAGE_DIR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define AGGIO_STAGE_MOVE_MAX (8 << 20) /* bytes moved (or replayed) per transfer */
+
+/* pwrite / pread of all len bytes at off (short transfers retried; a read
+ * that meets the end of the file is EIO: a staged byte is missing). */
+int aggio__stage_put_all(int fd, const void *buf, int64_t len, int64_t off);
+int aggio__stage_get_all(int fd, void *buf, int64_t len, int64_t off);
+
+/* mkdir -p, each level 0700 (the stage holds the program's data). */
+int aggio__stage_make_dirs(const char *path);
+/* The directory's lock held exclusively: a descriptor, or -1 with errno
+ * (ENOENT: the directory is gone).  Unlock with aggio__stage_unlock. */
+int aggio__stage_lock(const char *dir);
+void aggio__stage_unlock(int fd);
+/* Writes dir's manifest for the final file abs unless there is one. */
+int aggio__stage_write_manifest(const char *dir, const char *abs);
+/* The last writer out removes the manifest, the lock and the directory. */
+void aggio__stage_tidy(const char *dir);
+/* Replays, under the lock, the writers of dir other than session `mine`
+ * into the final file, then removes their files: what a killed job, or
+ * aggio_stage_drain=none, left behind.  0 also when dir is gone. */
+int aggio__stage_replay(const char *dir, const char *final, const char *mine);
+/* Removes dir's files, whatever session wrote them, and dir. */
+void aggio__stage_remove_dir(const char *dir);
+/* path with its directory made absolute (the file itself may not exist). */
+int aggio__stage_absolute(const char *path, char *out, size_t len);
+
+#endif

@@ -1,0 +1,438 @@
+/*
+ * test_stage.c - staging through a node-local directory (aggio_stage_dir,
+ * docs/staging.md), each part on its own files:
+ *   modes   for each aggio_stage_drain (background, at_close, none): a
+ *           collective interleaved write, each rank's independent rewrite
+ *           of part of its first block (the newest bytes win), its own
+ *           bytes read back before any sync (from the stage), sync, a
+ *           second collective write, close; the file then holds exactly
+ *           the bytes the MPI library's own MPI-IO leaves after the same
+ *           calls.  at_close: nothing reaches the file before the sync,
+ *           and the sync removes each rank's stage files; none: close
+ *           leaves the second write in the stage only, and the next open
+ *           moves it.  The stage directory is gone at the end.
+ *   sync    aggio_stage_sync=stage: the sync leaves the stage files and
+ *           the bytes out of the file; close moves them.
+ *   fail    the movers' first write to the file fails on the last rank:
+ *           close fails on every rank with the same code, the stage keeps
+ *           the bytes, and the next open writes them (the file is whole).
+ *   atomic  set_atomicity(1) moves what is staged and writes through;
+ *           set_size cuts staged bytes too (none come back at close).
+ *
+ * aggio-test-ranks: 1 2 4
+ * aggio-test-parts: modes sync fail atomic
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <mpi.h>
+
+#include "harness.h"
+#include "internal.h"
+
+#define BLK 5000 /* bytes per block; blocks interleave rank by rank */
+#define NBLK 24  /* blocks per rank per collective write */
+
+static int rank, nprocs;
+static char dir[512], stage[600];
+
+static unsigned char pat(int salt, int64_t off) {
+  return (unsigned char)(1 + (off * 13 + salt * 101) % 251);
+}
+
+/* ---- the writes, through aggio or through the MPI library ------------------------- */
+
+struct api {
+  int (*write_at_all)(void *, MPI_Offset, const void *, int, MPI_Datatype, MPI_Status *);
+  int (*write_at)(void *, MPI_Offset, const void *, int, MPI_Datatype, MPI_Status *);
+  int (*sync)(void *);
+};
+
+static int a_wall(void *f, MPI_Offset o, const void *b, int n, MPI_Datatype t, MPI_Status *s) {
+  return aggio_file_write_at_all(*(aggio_file *)f, o, b, n, t, s);
+}
+static int a_w(void *f, MPI_Offset o, const void *b, int n, MPI_Datatype t, MPI_Status *s) {
+  return aggio_file_write_at(*(aggio_file *)f, o, b, n, t, s);
+}
+static int a_sync(void *f) { return aggio_file_sync(*(aggio_file *)f); }
+static int m_wall(void *f, MPI_Offset o, const void *b, int n, MPI_Datatype t, MPI_Status *s) {
+  return MPI_File_write_at_all(*(MPI_File *)f, o, b, n, t, s);
+}
+static int m_w(void *f, MPI_Offset o, const void *b, int n, MPI_Datatype t, MPI_Status *s) {
+  return MPI_File_write_at(*(MPI_File *)f, o, b, n, t, s);
+}
+static int m_sync(void *f) { return MPI_File_sync(*(MPI_File *)f); }
+
+static const struct api via_aggio = {a_wall, a_w, a_sync}, via_mpi = {m_wall, m_w, m_sync};
+
+static int64_t block_off(int round, int k, int r) {
+  return ((int64_t)round * NBLK * nprocs + (int64_t)k * nprocs + r) * BLK;
+}
+
+/* Round `round`: every rank's NBLK blocks, one collective call per block. */
+static int round_write(const struct api *a, void *f, int round) {
+  unsigned char buf[BLK];
+  int rc = 0;
+  for (int k = 0; k < NBLK && rc == 0; k++) {
+    int64_t off = block_off(round, k, rank);
+    for (int j = 0; j < BLK; j++)
+      buf[j] = pat(round + 1, off + j);
+    MPI_Status st;
+    rc = a->write_at_all(f, off, buf, BLK, MPI_BYTE, &st);
+  }
+  return rc;
+}
+
+/* Each rank rewrites bytes [1000, 3000) of its first block of round 0. */
+static int rewrite(const struct api *a, void *f) {
+  unsigned char buf[2000];
+  int64_t off = block_off(0, 0, rank) + 1000;
+  for (int j = 0; j < 2000; j++)
+    buf[j] = pat(9, off + j);
+  MPI_Status st;
+  return a->write_at(f, off, buf, 2000, MPI_BYTE, &st);
+}
+
+static unsigned char expected(int64_t off) {
+  int64_t blk = off / BLK, in = off % BLK;
+  int round = (int)(blk / ((int64_t)NBLK * nprocs));
+  int first = blk % ((int64_t)NBLK * nprocs) < nprocs;
+  if (round == 0 && first && in >= 1000 && in < 3000)
+    return pat(9, off);
+  return pat(round + 1, off);
+}
+
+/* The reference: the same calls through the MPI library's MPI-IO. */
+static void reference(const char *path, int rounds) {
+  MPI_File f;
+  if (rank == 0)
+    unlink(path);
+  MPI_Barrier(MPI_COMM_WORLD);
+  MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &f);
+  round_write(&via_mpi, &f, 0);
+  rewrite(&via_mpi, &f);
+  via_mpi.sync(&f);
+  for (int r = 1; r < rounds; r++)
+    round_write(&via_mpi, &f, r);
+  MPI_File_close(&f);
+}
+
+/* ---- looking at files with POSIX ------------------------------------------------------ */
+
+static int64_t file_size(const char *path) {
+  struct stat sb;
+  return stat(path, &sb) == 0 ? (int64_t)sb.st_size : -1;
+}
+
+static unsigned char *slurp(const char *path, int64_t *n) {
+  *n = file_size(path);
+  unsigned char *b = malloc(*n > 0 ? (size_t)*n : 1);
+  int fd = open(path, O_RDONLY);
+  int64_t got = 0;
+  while (fd >= 0 && got < *n) {
+    ssize_t r = pread(fd, b + got, (size_t)(*n - got), got);
+    if (r <= 0)
+      break;
+    got += r;
+  }
+  if (fd >= 0)
+    close(fd);
+  *n = got;
+  return b;
+}
+
+/* Rank 0: the two files hold the same bytes. */
+static void same_files(const char *a, const char *b, const char *what) {
+  if (rank != 0)
+    return;
+  int64_t na, nb;
+  unsigned char *x = slurp(a, &na), *y = slurp(b, &nb);
+  CHECK(na == nb, "%s: %s is %lld bytes, the MPI library's %lld", what, a, (long long)na,
+        (long long)nb);
+  int64_t n = na < nb ? na : nb, first = -1;
+  for (int64_t i = 0; i < n && first < 0; i++)
+    if (x[i] != y[i])
+      first = i;
+  CHECK(first < 0, "%s: byte %lld differs from the MPI library's (0x%02x, not 0x%02x)",
+        what, (long long)first, first >= 0 ? x[first] : 0, first >= 0 ? y[first] : 0);
+  free(x);
+  free(y);
+}
+
+/* Files in the stage directory whose name ends in `suffix`, in every
+ * file's directory under the stage root. */
+static int stage_files(const char *suffix) {
+  int n = 0;
+  DIR *root = opendir(stage);
+  struct dirent *d;
+  while (root && (d = readdir(root))) {
+    if (d->d_name[0] == '.')
+      continue;
+    char sub[1200];
+    snprintf(sub, sizeof sub, "%s/%s", stage, d->d_name);
+    DIR *s = opendir(sub);
+    struct dirent *e;
+    while (s && (e = readdir(s))) {
+      size_t l = strlen(e->d_name), k = strlen(suffix);
+      n += l >= k && strcmp(e->d_name + l - k, suffix) == 0;
+    }
+    if (s)
+      closedir(s);
+  }
+  if (root)
+    closedir(root);
+  return n;
+}
+
+/* The stage root holds no file's directory any more. */
+static int stage_empty(void) {
+  DIR *root = opendir(stage);
+  int n = 0;
+  struct dirent *d;
+  while (root && (d = readdir(root)))
+    n += d->d_name[0] != '.';
+  if (root)
+    closedir(root);
+  return n == 0;
+}
+
+/* ---- aggio ------------------------------------------------------------------------------- */
+
+static MPI_Info stage_info(const char *drain, const char *sync) {
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "aggio_stage_dir", stage);
+  MPI_Info_set(info, "aggio_stage_drain", drain);
+  MPI_Info_set(info, "aggio_stage_sync", sync);
+  MPI_Info_set(info, "aggio_stage_movers", "2");
+  return info;
+}
+
+static aggio_file open_staged(const char *path, int amode, const char *drain,
+                              const char *sync) {
+  MPI_Info info = stage_info(drain, sync);
+  aggio_file fh = AGGIO_FILE_NULL;
+  int rc = aggio_file_open(MPI_COMM_WORLD, path, amode, info, &fh);
+  CHECK(rc == AGGIO_SUCCESS, "open %s (drain %s): %d", path, drain, rc);
+  MPI_Info_free(&info);
+  return fh;
+}
+
+/* Each rank reads its own blocks of round 0 (the rewrite included). */
+static void read_own(aggio_file fh, const char *what) {
+  unsigned char buf[BLK];
+  int bad = 0;
+  for (int k = 0; k < NBLK; k++) {
+    int64_t off = block_off(0, k, rank);
+    MPI_Status st;
+    int rc = aggio_file_read_at(fh, off, buf, BLK, MPI_BYTE, &st);
+    int count = 0;
+    MPI_Get_count(&st, MPI_BYTE, &count);
+    bad += rc != AGGIO_SUCCESS || count != BLK;
+    for (int j = 0; j < BLK; j++)
+      bad += buf[j] != expected(off + j);
+  }
+  CHECK(bad == 0, "%s: rank %d read %d wrong bytes of its own before the sync", what, rank,
+        bad);
+}
+
+static void drained_everywhere(const char *what) {
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0)
+    CHECK(stage_empty(), "%s: the stage directory still holds a file's directory", what);
+}
+
+static void part_modes(void) {
+  const char *modes[] = {"background", "at_close", "none"};
+  char ref[700], path[700];
+  snprintf(ref, sizeof ref, "%s/stage.ref", dir);
+  reference(ref, 2);
+  for (int m = 0; m < 3; m++) {
+    snprintf(path, sizeof path, "%s/stage.%s", dir, modes[m]);
+    if (rank == 0)
+      unlink(path);
+    MPI_Barrier(MPI_COMM_WORLD);
+    aggio_file fh = open_staged(path, MPI_MODE_CREATE | MPI_MODE_RDWR, modes[m], "final");
+    if (!fh)
+      continue;
+    CHECK(round_write(&via_aggio, &fh, 0) == AGGIO_SUCCESS, "%s: round 0", modes[m]);
+    CHECK(rewrite(&via_aggio, &fh) == AGGIO_SUCCESS, "%s: rewrite", modes[m]);
+    read_own(fh, modes[m]);
+    MPI_Offset size = 0;
+    aggio_file_get_size(fh, &size);
+    CHECK(size >= block_off(0, NBLK - 1, rank) + BLK, "%s: size %lld below this rank's end",
+          modes[m], (long long)size);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (m > 0 && rank == 0)
+      CHECK(file_size(path) == 0, "%s: %lld bytes reached the file before the sync",
+            modes[m], (long long)file_size(path));
+    CHECK(stage_files(".index") >= 1, "%s: no index file in the stage", modes[m]);
+    MPI_Barrier(MPI_COMM_WORLD);
+    CHECK(aggio_file_sync(fh) == AGGIO_SUCCESS, "%s: sync", modes[m]);
+    MPI_Barrier(MPI_COMM_WORLD);
+    CHECK(stage_files(".index") == 0, "%s: %d index files left after the sync", modes[m],
+          stage_files(".index"));
+    CHECK(round_write(&via_aggio, &fh, 1) == AGGIO_SUCCESS, "%s: round 1", modes[m]);
+    CHECK(aggio_file_close(&fh) == AGGIO_SUCCESS, "%s: close", modes[m]);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (m == 2) { /* none: round 1 waits in the stage until the next open */
+      if (rank == 0)
+        CHECK(file_size(path) == block_off(1, 0, 0), "none: the file is %lld bytes after "
+              "close, not round 0's %lld", (long long)file_size(path),
+              (long long)block_off(1, 0, 0));
+      CHECK(stage_files(".index") == nprocs, "none: %d index files after close, not %d",
+            stage_files(".index"), nprocs);
+      MPI_Barrier(MPI_COMM_WORLD);
+      fh = open_staged(path, MPI_MODE_RDONLY, "background", "final");
+      if (fh)
+        aggio_file_close(&fh);
+    }
+    same_files(path, ref, modes[m]);
+    drained_everywhere(modes[m]);
+  }
+}
+
+static void part_sync(void) {
+  char ref[700], path[700];
+  snprintf(ref, sizeof ref, "%s/stage.sync.ref", dir);
+  snprintf(path, sizeof path, "%s/stage.sync", dir);
+  reference(ref, 1);
+  if (rank == 0)
+    unlink(path);
+  MPI_Barrier(MPI_COMM_WORLD);
+  aggio_file fh = open_staged(path, MPI_MODE_CREATE | MPI_MODE_RDWR, "at_close", "stage");
+  if (!fh)
+    return;
+  round_write(&via_aggio, &fh, 0);
+  rewrite(&via_aggio, &fh);
+  CHECK(aggio_file_sync(fh) == AGGIO_SUCCESS, "sync to the stage");
+  MPI_Barrier(MPI_COMM_WORLD);
+  CHECK(stage_files(".index") == nprocs, "sync=stage: %d index files after the sync",
+        stage_files(".index"));
+  if (rank == 0)
+    CHECK(file_size(path) == 0, "sync=stage: the sync wrote %lld bytes to the file",
+          (long long)file_size(path));
+  MPI_Barrier(MPI_COMM_WORLD);
+  CHECK(aggio_file_close(&fh) == AGGIO_SUCCESS, "close");
+  same_files(path, ref, "sync=stage");
+  drained_everywhere("sync=stage");
+}
+
+static void part_fail(void) {
+  char ref[700], path[700], rule[64];
+  snprintf(ref, sizeof ref, "%s/stage.fail.ref", dir);
+  snprintf(path, sizeof path, "%s/stage.fail", dir);
+  reference(ref, 1);
+  if (rank == 0)
+    unlink(path);
+  MPI_Barrier(MPI_COMM_WORLD);
+  /* NBLK + 1 staged writes count as pwrite calls; the movers' first write
+   * to the file is the next one */
+  snprintf(rule, sizeof rule, "pwrite@%d#%d+", nprocs - 1, NBLK + 2);
+  setenv("AGGIO_FAULTS", rule, 1);
+  aggio_file fh = open_staged(path, MPI_MODE_CREATE | MPI_MODE_RDWR, "at_close", "final");
+  unsetenv("AGGIO_FAULTS");
+  if (!fh)
+    return;
+  CHECK(round_write(&via_aggio, &fh, 0) == AGGIO_SUCCESS, "writes before the failure");
+  CHECK(rewrite(&via_aggio, &fh) == AGGIO_SUCCESS, "rewrite before the failure");
+  int rc = aggio_file_close(&fh);
+  int lo = rc, hi = rc;
+  MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  CHECK(rc != AGGIO_SUCCESS && lo == hi, "close after the movers failed: %d (ranks %d..%d)",
+        rc, lo, hi);
+  MPI_Barrier(MPI_COMM_WORLD);
+  CHECK(stage_files(".index") >= 1, "the failed rank's stage files are gone");
+  MPI_Barrier(MPI_COMM_WORLD);
+  fh = open_staged(path, MPI_MODE_RDWR, "at_close", "final"); /* moves them */
+  if (fh)
+    CHECK(aggio_file_close(&fh) == AGGIO_SUCCESS, "close after the replay");
+  same_files(path, ref, "after the movers failed and the next open");
+  drained_everywhere("fail");
+}
+
+static void part_atomic(void) {
+  char path[700];
+  snprintf(path, sizeof path, "%s/stage.atomic", dir);
+  if (rank == 0)
+    unlink(path);
+  MPI_Barrier(MPI_COMM_WORLD);
+  aggio_file fh = open_staged(path, MPI_MODE_CREATE | MPI_MODE_RDWR, "none", "final");
+  if (!fh)
+    return;
+  round_write(&via_aggio, &fh, 0);
+  CHECK(aggio_file_set_atomicity(fh, 1) == AGGIO_SUCCESS, "set_atomicity");
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0)
+    CHECK(file_size(path) == block_off(1, 0, 0), "atomic mode: the file is %lld bytes, not "
+          "%lld", (long long)file_size(path), (long long)block_off(1, 0, 0));
+  rewrite(&via_aggio, &fh); /* written through: in the file at once */
+  MPI_Barrier(MPI_COMM_WORLD);
+  CHECK(stage_files(".data") <= nprocs, "atomic mode staged a new writer's files");
+  aggio_file_set_atomicity(fh, 0);
+  round_write(&via_aggio, &fh, 1); /* staged again (drain none) */
+  MPI_Offset cut = block_off(1, NBLK / 2, 0);
+  CHECK(aggio_file_set_size(fh, cut) == AGGIO_SUCCESS, "set_size");
+  MPI_Offset size = 0;
+  aggio_file_get_size(fh, &size);
+  CHECK(size == cut, "get_size after set_size: %lld, not %lld", (long long)size,
+        (long long)cut);
+  CHECK(aggio_file_close(&fh) == AGGIO_SUCCESS, "close");
+  MPI_Barrier(MPI_COMM_WORLD);
+  fh = open_staged(path, MPI_MODE_RDWR, "none", "final"); /* replays what is left, if any */
+  if (fh)
+    aggio_file_close(&fh);
+  if (rank == 0) {
+    int64_t n;
+    unsigned char *b = slurp(path, &n);
+    CHECK(n == cut, "after close and a new open the file is %lld bytes, not %lld: staged "
+          "bytes came back past set_size", (long long)n, (long long)cut);
+    int bad = 0;
+    for (int64_t i = 0; i < n; i++)
+      bad += b[i] != expected(i);
+    CHECK(bad == 0, "atomic/set_size: %d wrong bytes", bad);
+    free(b);
+  }
+  drained_everywhere("atomic");
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  aggio_init();
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+  const char *part = argc > 1 ? argv[1] : "modes";
+  const char *base = getenv("AGGIO_TEST_DIR") ? getenv("AGGIO_TEST_DIR") : "/tmp";
+  int pid = (int)getpid();
+  MPI_Bcast(&pid, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  snprintf(dir, sizeof dir, "%s/aggio-stage.%d", base, pid);
+  snprintf(stage, sizeof stage, "%s/stage-root", dir);
+  if (rank == 0)
+    mkdir(dir, 0700);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (strcmp(part, "modes") == 0)
+    part_modes();
+  else if (strcmp(part, "sync") == 0)
+    part_sync();
+  else if (strcmp(part, "fail") == 0)
+    part_fail();
+  else if (strcmp(part, "atomic") == 0)
+    part_atomic();
+  else
+    CHECK(0, "no part %s", part);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0) {
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0, "removing %s", dir);
+  }
+  int rc = test_summary_mpi(MPI_COMM_WORLD);
+  MPI_Finalize();
+  return rc;
+}
