@@ -21,30 +21,20 @@ static void ignored(struct aggio__hint_value *h, const char *why) {
   snprintf(h->ignored, sizeof h->ignored, "%s", why);
 }
 
-static int drain_mode(struct aggio__hint_value *h) {
-  const char *names[] = {"background", "at_close", "none"};
-  for (int i = 0; i < 3; i++)
+/* The index of h's value among names, or `fallback` with h marked
+ * ignored (a malformed value is a warning, as for most hints). */
+static int choice(struct aggio__hint_value *h, const char *const *names, int n,
+                  int fallback, const char *why) {
+  for (int i = 0; i < n; i++)
     if (strcmp(h->str, names[i]) == 0)
       return i;
-  ignored(h, "not background, at_close or none: background used");
-  return AGGIO_STAGE_BACKGROUND;
+  ignored(h, why);
+  return fallback;
 }
 
-static int data_crc(struct aggio__hint_value *h) {
-  const char *names[] = {"record", "data", "auto"};
-  for (int i = 0; i < 3; i++)
-    if (strcmp(h->str, names[i]) == 0)
-      return i < 2 ? i : -1;
-  ignored(h, "not data, record or auto: auto used");
-  return -1;
-}
-
-static int sync_final(struct aggio__hint_value *h) {
-  if (strcmp(h->str, "final") == 0 || strcmp(h->str, "stage") == 0)
-    return strcmp(h->str, "final") == 0;
-  ignored(h, "not final or stage: final used");
-  return 1;
-}
+static const char *const drains[] = {"background", "at_close", "none"}; /* enum order */
+static const char *const syncs[] = {"stage", "final"};                   /* 1: final */
+static const char *const checksums[] = {"record", "data", "auto"};       /* 2: auto */
 
 /* The open's session: rank 0's clock in microseconds, so that the
  * sessions of a stage directory sort by age (docs/staging.md). */
@@ -74,9 +64,13 @@ int aggio__staging_choose(aggio_file fh, struct aggio__err *e) {
   }
   struct aggio__stage_conf *c = &fh->st.stage;
   snprintf(c->dir, sizeof c->dir, "%s", fh->hints.stage_dir.str);
-  c->drain = drain_mode(&fh->hints.stage_drain);
-  c->sync_final = sync_final(&fh->hints.stage_sync);
-  c->data_crc = data_crc(&fh->hints.stage_checksum);
+  c->drain = choice(&fh->hints.stage_drain, drains, 3, AGGIO_STAGE_BACKGROUND,
+                    "not background, at_close or none: background used");
+  c->sync_final = choice(&fh->hints.stage_sync, syncs, 2, 1,
+                         "not final or stage: final used");
+  int crc = choice(&fh->hints.stage_checksum, checksums, 3, 2,
+                   "not data, record or auto: auto used");
+  c->data_crc = crc == 2 ? -1 : crc; /* -1: auto, resolved by the back end */
   c->movers = 1;
   session_name(fh);
   if (fh->hints.no_indep_rw.num) {
