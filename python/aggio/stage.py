@@ -28,17 +28,17 @@ import time
 import zlib
 from typing import NamedTuple
 
-# --- format 1 (docs/staging.md, "Files in the stage directory") --------------
+# --- format 2 (docs/staging.md, "Files in the stage directory") --------------
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 MANIFEST_HEAD = f"aggio stage {FORMAT_VERSION}"
 MAGIC = 0x49534741                      # the bytes "AGSI": the data's CRC in the record
 MAGIC_NOCRC = 0x52534741                # "AGSR": the record's own CRC only
                                         # (aggio_stage_checksum=record; data_crc 0)
-# magic, epoch, seq, offset, length, data_off, data_crc, rec_crc
-RECORD = struct.Struct("<IIQQQQII")
-RECORD_SIZE = RECORD.size               # 48
-CRC_COVERS = RECORD_SIZE - 4            # rec_crc is of bytes 0-43
+# magic, epoch, seq, offset, length, data_off, calls, time, data_crc, rec_crc
+RECORD = struct.Struct("<IIQQQQQQII")
+RECORD_SIZE = RECORD.size               # 64
+CRC_COVERS = RECORD_SIZE - 4            # rec_crc is of bytes 0-59
 # records moved, bytes moved, movers' start time, time of this update
 DRAINED = struct.Struct("<QQdd")
 DRAINED_SIZE = DRAINED.size             # 32
@@ -68,13 +68,15 @@ class UsageError(ValueError):
 
 
 class Record(NamedTuple):
-    """One 48-byte index record, as stored."""
+    """One 64-byte index record, as stored."""
     magic: int
-    epoch: int
+    epoch: int      # the writer's syncs before this write
     seq: int
     offset: int
     length: int
     data_off: int
+    calls: int      # the file's collective calls the writer had begun (alike on every rank)
+    time: int       # CLOCK_REALTIME in ns when staged, never below the writer's last record's
     data_crc: int
     rec_crc: int
 
@@ -82,13 +84,18 @@ class Record(NamedTuple):
 class Staged(NamedTuple):
     """A structurally valid record and its writer.  The fields are in
     replay order, so sorting a list of them gives the order the bytes are
-    written in: session (by age), epoch (syncs), seq, then rank (MPI leaves
-    overlapping writes of two ranks between syncs undefined; rank only
-    makes the order repeatable)."""
+    written in: session (by age), epoch (syncs), calls, time, rank, seq.
+    Of two ranks' overlapping writes the one begun after more collective
+    calls, then the later one, goes last and wins, as it would have had
+    the ranks written directly (HDF5 orders ranks' writes with MPI_Barrier,
+    without the sync MPI asks for); rank only makes ties repeatable.
+    Within one writer this is seq order: its calls and time never decrease."""
     session: str
     epoch: int
-    seq: int
+    calls: int
+    time: int
     rank: int
+    seq: int
     offset: int
     length: int
     data_off: int
@@ -172,7 +179,7 @@ def record_problem(raw: bytes, position: int, data_size: int) -> str | None:
 
 def scan_index(data: bytes, data_size: int, first: int = 0) -> tuple[list[Record], int]:
     """The records of `data` (index bytes from record place `first` on)
-    that count, and how many 48-byte slots (and a trailing partial one)
+    that count, and how many 64-byte slots (and a trailing partial one)
     do not."""
     good, bad = [], 0
     for at in range(0, len(data), RECORD_SIZE):
@@ -232,7 +239,7 @@ def read_manifest(directory: str) -> str:
 
 
 def list_writers(directory: str) -> dict[tuple[str, int], set[str]]:
-    """{(session, rank): the kinds of file present}, in replay order."""
+    """{(session, rank): the kinds of file present}, sorted by session (age), then rank."""
     writers = collections.defaultdict(set)
     for name in os.listdir(directory):
         parsed = writer_file(name)
@@ -264,8 +271,9 @@ def writer_records(directory: str, session: str, rank: int) -> tuple[list[Staged
     with f:
         while chunk := f.read(INDEX_CHUNK):     # whole records but for the last
             records, invalid = scan_index(chunk, data_size, first)
-            good += [Staged(session, r.epoch, r.seq, rank, r.offset, r.length, r.data_off,
-                            r.data_crc if r.magic == MAGIC else None) for r in records]
+            good += [Staged(session, r.epoch, r.calls, r.time, rank, r.seq, r.offset,
+                            r.length, r.data_off, r.data_crc if r.magic == MAGIC else None)
+                     for r in records]
             bad += invalid
             first += len(chunk) // RECORD_SIZE
     return good, bad
@@ -739,6 +747,7 @@ def setup_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         "drain", help="write the staged bytes into their final files and remove the stage",
         description="Under the directory's lock, write every valid record's bytes at its "
                     "offset in the final file (never truncated), oldest session first, "
+                    "then by syncs, collective calls and time, so the newest write wins; "
                     "fsync it, then remove the writers' files and, once no writer is "
                     "left, the directory.  Invalid records (torn by a crash) are skipped "
                     "and counted.  Safe to run again: a rerun writes the same bytes.")

@@ -1,11 +1,13 @@
 """aggio stage drain|status on stage directories built here by the spec's
-writer (docs/staging.md, format 1), independent of the reader under test:
+writer (docs/staging.md, format 2), independent of the reader under test:
 records packed with struct and zlib.crc32 in this file."""
 import errno
 import fcntl
 import io
+import itertools
 import json
 import os
+import random
 import shutil
 import struct
 import subprocess
@@ -22,13 +24,28 @@ from paths import ROOT
 # The format as docs/staging.md states it, written out again here.
 MAGIC = 0x49534741
 MAGIC_NOCRC = 0x52534741    # "AGSR": the record's own CRC only (aggio_stage_checksum=record)
-HEAD = "<IIQQQQI"           # magic, epoch, seq, offset, length, data_off, data_crc
+# magic, epoch, seq, offset, length, data_off, calls, time, data_crc
+HEAD = "<IIQQQQQQI"
 DRAINED = "<QQdd"
+# Format 1, which drain no longer reads: 48-byte records without calls and time.
+HEAD_1 = "<IIQQQQI"
 
 
-def record(*, epoch, seq, offset, length, data_off, data_crc, magic=MAGIC, rec_crc=None):
-    head = struct.pack(HEAD, magic, epoch, seq, offset, length, data_off, data_crc)
+def record(*, epoch, seq, offset, length, data_off, calls, time_ns, data_crc, magic=MAGIC,
+           rec_crc=None):
+    head = struct.pack(HEAD, magic, epoch, seq, offset, length, data_off, calls, time_ns,
+                       data_crc)
     return head + struct.pack("<I", zlib.crc32(head) if rec_crc is None else rec_crc)
+
+
+def record_1(*, epoch, seq, offset, length, data_off, data_crc, magic=MAGIC):
+    head = struct.pack(HEAD_1, magic, epoch, seq, offset, length, data_off, data_crc)
+    return head + struct.pack("<I", zlib.crc32(head))
+
+
+# CLOCK_REALTIME in ns, as the writers read it: one clock for every writer
+# of every test, so that a write made later in a test has the larger time.
+CLOCK = itertools.count(1_700_000_000 * 10 ** 9, 1000)
 
 
 def fnv1a64(data: bytes) -> int:
@@ -43,7 +60,7 @@ def make_stage(root, final, comments=("# written by test_stage",)):
     final = os.path.abspath(final)
     directory = root / f"{os.path.basename(final)}.{fnv1a64(final.encode()):016x}"
     directory.mkdir(parents=True)
-    text = f"aggio stage 1\nfinal {final}\n" + "".join(c + "\n" for c in comments)
+    text = f"aggio stage 2\nfinal {final}\n" + "".join(c + "\n" for c in comments)
     (directory / "manifest").write_text(text)
     return directory
 
@@ -63,14 +80,17 @@ class Writer:
     def path(self, kind):
         return self.base.parent / f"{self.base.name}.{kind}"
 
-    def write(self, offset, data, epoch=0, **spoil):
-        """Stages `data` for `offset`; spoil overrides record fields to make
-        an invalid record (its bytes are appended all the same)."""
+    def write(self, offset, data, epoch=0, calls=0, time_ns=None, **spoil):
+        """Stages `data` for `offset`, at time_ns or now by CLOCK; spoil
+        overrides record fields to make an invalid record (its bytes are
+        appended all the same)."""
         data_off = self.data.stat().st_size
         with open(self.data, "ab") as f:
             f.write(data)
         fields = dict(epoch=epoch, seq=self.seq, offset=offset, length=len(data),
-                      data_off=data_off, data_crc=zlib.crc32(data))
+                      data_off=data_off, calls=calls,
+                      time_ns=next(CLOCK) if time_ns is None else time_ns,
+                      data_crc=zlib.crc32(data))
         fields.update(spoil)
         self.append(record(**fields))
 
@@ -111,19 +131,32 @@ def snapshot(directory):
 
 # --- the format's pure parts -----------------------------------------------------
 
-def test_constants_are_the_docs():
-    assert stage.RECORD_SIZE == struct.calcsize(HEAD + "I") == 48
+def test_constants_are_the_format():
+    assert stage.RECORD_SIZE == struct.calcsize(HEAD + "I") == 64
+    assert stage.CRC_COVERS == 60
     assert stage.DRAINED_SIZE == struct.calcsize(DRAINED) == 32
     assert struct.pack("<I", stage.MAGIC) == b"AGSI"
     assert struct.pack("<I", stage.MAGIC_NOCRC) == b"AGSR"
-    assert stage.FORMAT_VERSION == 1
+    assert stage.FORMAT_VERSION == 2 and stage.MANIFEST_HEAD == "aggio stage 2"
+
+
+def test_the_docs_state_the_format():
     doc = open(os.path.join(ROOT, "docs", "staging.md")).read()
-    assert f"`0x{stage.MAGIC:08X}`" in doc and "aggio stage 1\n" in doc
+    assert f"`0x{stage.MAGIC:08X}`" in doc and "aggio stage 2\n" in doc
+    assert "64-byte records" in doc
+
+
+def test_a_record_holds_calls_and_time():
+    raw = record(epoch=1, seq=2, offset=3, length=4, data_off=5, calls=6, time_ns=7,
+                 data_crc=8)
+    assert stage.unpack_record(raw)[:9] == (MAGIC, 1, 2, 3, 4, 5, 6, 7, 8)
+    assert raw[40:48] == (6).to_bytes(8, "little") and raw[48:56] == (7).to_bytes(8, "little")
+    assert raw[60:] == zlib.crc32(raw[:60]).to_bytes(4, "little")
 
 
 def good_raw(**spoil):
-    fields = dict(epoch=2, seq=3, offset=100, length=10, data_off=20,
-                  data_crc=zlib.crc32(b"x" * 10))
+    fields = dict(epoch=2, seq=3, offset=100, length=10, data_off=20, calls=4,
+                  time_ns=1_700_000_000 * 10 ** 9, data_crc=zlib.crc32(b"x" * 10))
     fields.update(spoil)
     return record(**fields)
 
@@ -132,9 +165,11 @@ def good_raw(**spoil):
     (good_raw(), 3, None),
     (good_raw(magic=MAGIC_NOCRC, data_crc=0), 3, None),
     (good_raw(magic=0x41475349), 3, "magic"),
-    (bytes(48), 3, "magic"),
+    (bytes(64), 3, "magic"),
     (good_raw(rec_crc=1), 3, "record CRC"),
-    (good_raw()[:47], 3, "partial"),
+    (good_raw()[:63], 3, "partial"),
+    (good_raw()[:48], 3, "partial"),
+    (record_1(epoch=2, seq=3, offset=100, length=10, data_off=20, data_crc=0), 3, "partial"),
     (good_raw(), 4, "seq 3 at place 4"),
     (good_raw(length=0), 3, "zero length"),
     (good_raw(data_off=21), 3, "beyond .data"),
@@ -147,7 +182,7 @@ def test_record_problem(raw, place, words):
 
 def test_a_flipped_bit_anywhere_in_a_record_makes_it_invalid():
     raw = good_raw()
-    for bit in range(48 * 8):
+    for bit in range(64 * 8):
         spoiled = bytearray(raw)
         spoiled[bit // 8] ^= 1 << (bit % 8)
         assert stage.record_problem(bytes(spoiled), 3, 1000) is not None, bit
@@ -155,7 +190,7 @@ def test_a_flipped_bit_anywhere_in_a_record_makes_it_invalid():
 
 def test_scan_index_counts_every_bad_slot_and_a_partial_tail():
     good = [good_raw(seq=k) for k in range(3)]
-    data = good[0] + bytes(48) + good[2] + good[2][:20]
+    data = good[0] + bytes(64) + good[2] + good[2][:20]
     records, bad = stage.scan_index(data, 30)
     assert [r.seq for r in records] == [0, 2] and bad == 2
     records, bad = stage.scan_index(good[2], 30, first=2)     # a later chunk
@@ -163,19 +198,20 @@ def test_scan_index_counts_every_bad_slot_and_a_partial_tail():
 
 
 def test_manifest_with_comments():
-    text = b"aggio stage 1\n# made by rank 0\nfinal /scratch/a b.h5\n# more\n"
+    text = b"aggio stage 2\n# made by rank 0\nfinal /scratch/a b.h5\n# more\n"
     assert stage.parse_manifest(text) == "/scratch/a b.h5"
 
 
 @pytest.mark.parametrize("text,words", [
-    (b"aggio stage 2\nfinal /x\n", "not 'aggio stage 1'"),
-    (b"aggio stage 1 \nfinal /x\n", "not 'aggio stage 1'"),
-    (b"aggio stage 1\n", "no 'final"),
-    (b"aggio stage 1\nfinal x/y\n", "absolute"),
-    (b"aggio stage 1\nfinal /x\nfinal /y\n", "second"),
-    (b"aggio stage 1\nfinal /x\nsize 5\n", "line 3"),
-    (b"aggio stage 1\n\nfinal /x\n", "line 2"),
-    (b"aggio stage 1\nfinal /scratch/ckp", "newline"),
+    (b"aggio stage 1\nfinal /x\n", "not 'aggio stage 2'"),       # format 1
+    (b"aggio stage 3\nfinal /x\n", "not 'aggio stage 2'"),
+    (b"aggio stage 2 \nfinal /x\n", "not 'aggio stage 2'"),
+    (b"aggio stage 2\n", "no 'final"),
+    (b"aggio stage 2\nfinal x/y\n", "absolute"),
+    (b"aggio stage 2\nfinal /x\nfinal /y\n", "second"),
+    (b"aggio stage 2\nfinal /x\nsize 5\n", "line 3"),
+    (b"aggio stage 2\n\nfinal /x\n", "line 2"),
+    (b"aggio stage 2\nfinal /scratch/ckp", "newline"),
     (b"", "newline"),
 ])
 def test_bad_manifests_are_refused(text, words):
@@ -262,6 +298,89 @@ def test_many_writers_with_few_open_files(tmp_path, monkeypatch):
     assert final.read_bytes() == applied(writes)
 
 
+def two_ranks_overlapping(tmp_path, calls, times, padding):
+    """Ranks 0 and 1 of one session and epoch each stage one write over the
+    same bytes (rank r's with calls[r] and times[r]); the rank named by
+    `padding` first stages three writes elsewhere, so that its overlapping
+    record has the larger seq.  The final file after a drain."""
+    final = tmp_path / "out"
+    d = make_stage(tmp_path / "stage", final)
+    writers = [Writer(d, 3, 0), Writer(d, 3, 1)]
+    for k in range(3):
+        writers[padding].write(1000 + k, b"p", calls=0, time_ns=1 + k)
+    writers[0].write(0, b"0" * 100, calls=calls[0], time_ns=times[0])
+    writers[1].write(50, b"1" * 100, calls=calls[1], time_ns=times[1])
+    assert run("drain", "--quiet", d) == 0
+    return final.read_bytes()[:150]
+
+
+RANK_0_WINS = b"0" * 100 + b"1" * 50
+RANK_1_WINS = b"0" * 50 + b"1" * 100
+
+
+@pytest.mark.parametrize("calls,times,winner", [
+    ((1, 1), (100, 200), 1),        # the same calls: the later write wins
+    ((1, 1), (200, 100), 0),
+    ((1, 2), (200, 100), 1),        # more calls win over an older time
+    ((3, 2), (100, 200), 0),        # calls dominate time, whichever rank
+    ((2, 3), (200, 100), 1),
+    ((5, 5), (100, 100), 1),        # a tie: rank only makes the order repeatable
+])
+def test_of_two_ranks_overlapping_writes_the_newer_wins(tmp_path, calls, times, winner):
+    """HDF5 writes fill values from one rank, then MPI_Barrier, then the data
+    from another over the same bytes, with no MPI_File_sync between: drain
+    must leave the bytes the later write left had the ranks written directly,
+    whichever of the two records has the smaller seq."""
+    want = RANK_1_WINS if winner == 1 else RANK_0_WINS
+    assert two_ranks_overlapping(tmp_path / "a", calls, times, padding=winner) == want
+    assert two_ranks_overlapping(tmp_path / "b", calls, times, padding=1 - winner) == want
+
+
+def test_fill_values_then_data_from_another_rank(tmp_path):
+    """The HDF5 pattern as calls go: rank 0 fills a dataset with zeros, the
+    ranks meet at a barrier, rank 1 writes its part and rank 0 its own."""
+    final = tmp_path / "out"
+    d = make_stage(tmp_path / "stage", final)
+    r0, r1 = Writer(d, 8, 0), Writer(d, 8, 1)
+    r0.write(0, b"H" * 64, calls=0)                 # the file's header
+    r0.write(64, bytes(400), calls=1)               # fill values, seq 1
+    r1.write(264, pattern(200, 1), calls=1)         # after the barrier, seq 0
+    r0.write(64, pattern(200, 2), calls=1)
+    r0.write(200, b"h" * 8, calls=2)                # a later collective call
+    assert run("drain", d) == 0
+    assert final.read_bytes() == applied([(0, b"H" * 64), (64, bytes(400)),
+                                          (264, pattern(200, 1)), (64, pattern(200, 2)),
+                                          (200, b"h" * 8)])
+
+
+def test_writes_of_many_ranks_replay_in_the_order_they_were_made(tmp_path):
+    """Random overlapping writes of four ranks between the same syncs, made
+    one after the other by one clock: the drained file is the file those
+    writes make in that order, whatever each writer's seq."""
+    rng = random.Random(28)
+    final = tmp_path / "out"
+    d = make_stage(tmp_path / "stage", final)
+    writers = [Writer(d, 4, r) for r in range(4)]
+    writes, calls = [], 0
+    for k in range(200):
+        calls += rng.random() < 0.1
+        offset, data = rng.randrange(4000), pattern(rng.randrange(1, 300), k)
+        rng.choice(writers).write(offset, data, calls=calls)
+        writes.append((offset, data))
+    assert run("drain", d) == 0
+    assert final.read_bytes() == applied(writes)
+
+
+def test_within_a_writer_ties_of_calls_and_time_go_by_seq(tmp_path):
+    final = tmp_path / "out"
+    d = make_stage(tmp_path / "stage", final)
+    w = Writer(d, 1, 0)
+    for k in range(4):
+        w.write(k * 10, pattern(40, k), calls=7, time_ns=500)
+    assert run("drain", d) == 0
+    assert final.read_bytes() == applied([(k * 10, pattern(40, k)) for k in range(4)])
+
+
 # --- drain: invalid records -----------------------------------------------------------
 
 def test_invalid_records_are_skipped_and_later_ones_written(tmp_path, capsys):
@@ -277,7 +396,7 @@ def test_invalid_records_are_skipped_and_later_ones_written(tmp_path, capsys):
     w.write(500, b"wrong seq", seq=99)
     w.write(600, b"")                                   # length 0
     w.write(*good[1])
-    w.append(bytes(48))                                 # a hole of zeros
+    w.append(bytes(64))                                 # a hole of zeros
     w.write(*good[2])
     w.write(2000, b"torn at the end")
     with open(w.index, "r+b") as f:                     # the last record torn
@@ -312,7 +431,7 @@ def test_summary_counts_skipped_records(tmp_path, capsys):
     w = Writer(d, 1, 0)
     w.write(0, b"ok")
     w.write(10, b"bad", data_crc=0)
-    w.append(bytes(48))
+    w.append(bytes(64))
     w.append(b"\0" * 7)
     assert run("drain", d) == 0
     line = capsys.readouterr().out.strip()
@@ -491,11 +610,12 @@ def test_a_final_file_that_has_part_of_the_data_already(tmp_path):
 # --- drain: errors ------------------------------------------------------------------
 
 @pytest.mark.parametrize("text", [
-    "aggio stage 2\nfinal {final}\n",
+    "aggio stage 1\nfinal {final}\n",             # format 1
+    "aggio stage 3\nfinal {final}\n",
     "final {final}\n",
-    "aggio stage 1\n# no final line\n",
-    "aggio stage 1\nfinal out\n",
-    "aggio stage 1\nfinal {final}",
+    "aggio stage 2\n# no final line\n",
+    "aggio stage 2\nfinal out\n",
+    "aggio stage 2\nfinal {final}",
     None,                                           # no manifest at all
 ])
 def test_a_bad_manifest_writes_nothing(tmp_path, capsys, text):
@@ -516,6 +636,58 @@ def test_a_bad_manifest_writes_nothing(tmp_path, capsys, text):
     assert final.read_bytes() == b"untouched"
     assert sorted(n for n in os.listdir(d) if n != "lock") == names
     assert other.read_bytes() == b"fine"            # the other directory still drained
+
+
+def format_1_writer(directory, writes):
+    """A writer's files as format 1 wrote them: 48-byte records, valid by
+    that format's rules (its CRC of bytes 0-43)."""
+    data, index = b"", b""
+    for seq, (offset, payload) in enumerate(writes):
+        index += record_1(epoch=0, seq=seq, offset=offset, length=len(payload),
+                          data_off=len(data), data_crc=zlib.crc32(payload))
+        data += payload
+    (directory / "0000000000000001.0.data").write_bytes(data)
+    (directory / "0000000000000001.0.index").write_bytes(index)
+
+
+def test_a_format_1_stage_is_refused(tmp_path, capsys):
+    final = tmp_path / "out"
+    d = make_stage(tmp_path / "stage", final)
+    (d / "manifest").write_text(f"aggio stage 1\nfinal {final}\n")
+    format_1_writer(d, [(0, b"old format"), (100, b"more")])
+    before = snapshot(d)
+    assert run("drain", d) == 2
+    err = capsys.readouterr().err
+    assert str(d / "manifest") in err and "'aggio stage 2'" in err and "nothing written" in err
+    assert not final.exists()
+    after = snapshot(d)
+    del after[1]["lock"]                            # the drain's lock, made empty
+    assert after[1] == before[1]
+    assert run("status", d) == 2 and run("status", "--json", d) == 2
+    assert "'aggio stage 1'" in capsys.readouterr().err
+    proc = aggio("drain", d)
+    assert proc.returncode == 2 and "format 2" in proc.stderr and not final.exists()
+
+
+def test_an_index_of_48_byte_records_holds_no_records(tmp_path, capsys):
+    """Format 1 records under a format 2 manifest: four of them are three
+    64-byte slots, none of them a record; nothing is written."""
+    writes = [(0, b"a" * 16), (16, b"b" * 16), (32, b"c" * 16), (48, b"d" * 16)]
+    index = b"".join(record_1(epoch=0, seq=k, offset=o, length=len(p), data_off=o,
+                              data_crc=zlib.crc32(p)) for k, (o, p) in enumerate(writes))
+    assert len(index) == 4 * 48
+    assert stage.scan_index(index, 64) == ([], 3)
+    assert stage.record_problem(index[:48], 0, 64) == "partial record"
+    final = tmp_path / "out"
+    d = make_stage(tmp_path / "stage", final)
+    format_1_writer(d, writes)
+    assert run("status", "--json", d) == 0
+    [s] = json.loads(capsys.readouterr().out)
+    assert (s["writers"], s["records"], s["staged_bytes"], s["invalid_records"]) == (1, 0, 0, 3)
+    assert run("drain", d) == 0
+    assert capsys.readouterr().out.strip().endswith(": 0 records, 0 bytes in 0.00 s "
+                                                    "(0.0 MB/s), 3 invalid records skipped")
+    assert not final.exists()
 
 
 def test_a_final_file_that_cannot_be_written_keeps_the_stage(tmp_path, capsys):
@@ -563,7 +735,7 @@ def staged_for_status(tmp_path, now):
     w1.write(2100, pattern(400, 3))
     w2.write(2500, pattern(500, 4))
     w2.write(3000, pattern(50, 5), data_crc=0)      # invalid
-    w2.append(bytes(48))                            # invalid
+    w2.append(bytes(64))                            # invalid
     w0.drained(1, 1000, now - 20.0, now - 18.0)     # 500 B/s
     w1.drained(1, 600, now - 40.0, now - 37.0)      # 200 B/s
     w2.drained(0, 999, 0, 0, raw=b"short")          # counts as nothing
@@ -717,9 +889,9 @@ def test_the_command_line(tmp_path):
     assert aggio("drain").returncode == 2
     bad = make_stage(root, tmp_path / "bad")
     Writer(bad, 1, 0).write(0, b"x")
-    (bad / "manifest").write_text("aggio stage 1\n")
+    (bad / "manifest").write_text("aggio stage 2\n")
     proc = aggio("drain", root)
     assert proc.returncode == 2 and "manifest" in proc.stderr
-    (bad / "manifest").write_text(f"aggio stage 1\nfinal {tmp_path}\n")    # a directory
+    (bad / "manifest").write_text(f"aggio stage 2\nfinal {tmp_path}\n")    # a directory
     proc = aggio("drain", root)
     assert proc.returncode == 1 and f"cannot write {tmp_path}" in proc.stderr

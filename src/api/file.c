@@ -425,6 +425,7 @@ int aggio_file_close(aggio_file *fhp) {
   aggio__requests_detach(fh);
   aggio__files_remove(fh); /* its twins stop looking at it */
   aggio__flush_all(fh, &e);
+  aggio__staging_order(fh, AGGIO_STAGE_POINT_CLOSE, &e); /* collective */
   if (fh->open.finalizing) /* nobody is left to hear of what could not be written */
     aggio__report_unwritten(fh, stderr);
   strategies_fini(fh);
@@ -917,6 +918,7 @@ int aggio_file_sync(aggio_file fh) {
   aggio__flush_local(fh, &e);
   /* what the flush gave is a deferred failure: reported if chosen */
   int64_t deferred = aggio__err_encode(e.code, fh->rank);
+  aggio__staging_order(fh, AGGIO_STAGE_POINT_SYNC, &e); /* collective */
   aggio__fsync(fh, &e);
   aggio__deferred_agreed(fh, deferred, aggio__agree_encoded(fh->comm, &e));
   fh->coll_end = 0; /* every node's held data is in the file now */

@@ -259,6 +259,8 @@ void aggio__call_begin(struct call *c, struct aggio__op *op, int blocking) {
   if (c->use_fp && c->fp_at_start && op->err.code == 0)
     fh->fp_ind = c->offset + op->acc.nbytes / fh->view.etype_size;
   aggio__op_init(op, fh, c->collective, blocking);
+  if (c->collective) /* the age of what it stages (staging.c): in call order on every rank */
+    __atomic_fetch_add(&fh->st.coll_calls, 1, __ATOMIC_RELAXED);
   if (!c->collective)
     aggio__then(op, aggio__step_independent, AGGIO_P_WRITE);
   if (fh->obs.stats) /* from t0 on, the calls' time is tiled by the phases */

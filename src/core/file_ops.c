@@ -11,6 +11,7 @@
 
 #include "engine.h"
 #include "open_files.h"
+#include "staging.h"
 
 int aggio__strategy_prepare(aggio_file fh, const struct aggio__strategy_ops *s,
                             struct aggio__err *e) {
@@ -57,6 +58,7 @@ int aggio__flush_all(aggio_file fh, struct aggio__err *e) {
 int aggio__flush_store(aggio_file fh, struct aggio__err *e) {
   if (!fh->st.ops->flush)
     return e->code;
+  aggio__staging_order(fh, AGGIO_STAGE_POINT_FLUSH, e); /* collective */
   if (e->code == 0)
     fh->st.ops->flush(&fh->st, e);
   return aggio__agree(fh->comm, e);

@@ -23,6 +23,24 @@ void aggio__staging_resolve(aggio_file fh);
 const struct aggio__strategy_ops *
 aggio__staging_strategy(aggio_file fh, const struct aggio__strategy_ops *wanted);
 int aggio__staged(aggio_file fh);
+/* The statistics block's lines of a staged file (nothing when not
+ * staged): the stage directory and the drain mode. */
+void aggio__staging_stats(aggio_file fh, FILE *f);
+/* Where the final file must hold every staged byte (collective). */
+enum aggio__stage_point {
+  AGGIO_STAGE_POINT_SYNC,
+  AGGIO_STAGE_POINT_CLOSE,
+  AGGIO_STAGE_POINT_FLUSH
+};
+/* On every rank, before the store's sync (aggio_stage_sync=final), close
+ * (drain not none), or flush (set_size, atomic mode): waits for this
+ * rank's movers, then writes again the bytes that several ranks staged,
+ * each from the rank whose write is the newest there (plan/stage_order.h),
+ * so that the file holds what writing directly would have left even when
+ * only a barrier ordered the writes.  Any failure on any rank fails every
+ * rank's store (their records stay, for a replay in order) and is e's;
+ * the caller agrees.  Otherwise nothing to do. */
+int aggio__staging_order(aggio_file fh, enum aggio__stage_point at, struct aggio__err *e);
 /* Staged bytes that could not reach the file, said on out (at finalize,
  * when nobody is left to hear it otherwise): their count. */
 int64_t aggio__staging_report_unwritten(aggio_file fh, FILE *out);

@@ -12,6 +12,7 @@
 
 #include "internal.h"
 #include "report.h"
+#include "staging.h"
 
 #define MIB (1024.0 * 1024.0)
 
@@ -311,6 +312,7 @@ static void stats_print(struct aggio_file_s *fh, const struct reduced *r) {
     fprintf(f, "  subfile stripe: %lld\n", (long long)fh->st.subfile_stripe);
     fprintf(f, "  subfile writers: %lld\n", (long long)S(SUBFILE_WRITERS));
   }
+  aggio__staging_stats(fh, f);
   fprintf(f, "  independent writes: %lld\n", (long long)S(IND_WRITES));
   fprintf(f, "  independent writers: %lld\n", (long long)r->ranks[AGGIO_C_IND_WRITES]);
   fprintf(f, "  independent reads: %lld\n", (long long)S(IND_READS));

@@ -86,15 +86,17 @@ void aggio__stage_rec_encode(const struct aggio__stage_rec *r,
   put64(out + 16, r->offset);
   put64(out + 24, r->length);
   put64(out + 32, r->data_off);
-  put32(out + 40, r->has_data_crc ? r->data_crc : 0);
-  put32(out + 44, aggio__crc32(0, out, 44));
+  put64(out + 40, r->calls);
+  put64(out + 48, r->time_ns);
+  put32(out + 56, r->has_data_crc ? r->data_crc : 0);
+  put32(out + 60, aggio__crc32(0, out, 60));
 }
 
 int aggio__stage_rec_decode(const unsigned char in[AGGIO_STAGE_REC], uint64_t seq,
                             int64_t data_size, struct aggio__stage_rec *r) {
   uint32_t magic = get32(in);
   if ((magic != AGGIO_STAGE_MAGIC && magic != AGGIO_STAGE_MAGIC_NOCRC) ||
-      get32(in + 44) != aggio__crc32(0, in, 44))
+      get32(in + 60) != aggio__crc32(0, in, 60))
     return -1;
   r->has_data_crc = magic == AGGIO_STAGE_MAGIC;
   r->epoch = get32(in + 4);
@@ -102,7 +104,9 @@ int aggio__stage_rec_decode(const unsigned char in[AGGIO_STAGE_REC], uint64_t se
   r->offset = get64(in + 16);
   r->length = get64(in + 24);
   r->data_off = get64(in + 32);
-  r->data_crc = get32(in + 40);
+  r->calls = get64(in + 40);
+  r->time_ns = get64(in + 48);
+  r->data_crc = get32(in + 56);
   /* no sum below can wrap: each term is checked against int64_t first */
   if (r->seq != seq || r->length == 0 || data_size < 0 ||
       r->length > (uint64_t)INT64_MAX ||
@@ -110,6 +114,20 @@ int aggio__stage_rec_decode(const unsigned char in[AGGIO_STAGE_REC], uint64_t se
       r->length > (uint64_t)data_size - r->data_off)
     return -1;
   return 0;
+}
+
+static int cmp_u64(uint64_t a, uint64_t b) { return a < b ? -1 : a > b; }
+
+int aggio__stage_rec_older(const struct aggio__stage_rec *a, int rank_a,
+                           const struct aggio__stage_rec *b, int rank_b) {
+  int c = cmp_u64(a->epoch, b->epoch);
+  if (!c)
+    c = cmp_u64(a->calls, b->calls);
+  if (!c)
+    c = cmp_u64(a->time_ns, b->time_ns);
+  if (!c)
+    c = rank_a < rank_b ? -1 : rank_a > rank_b;
+  return c ? c : cmp_u64(a->seq, b->seq);
 }
 
 void aggio__stage_drained_encode(const struct aggio__stage_drained *d,

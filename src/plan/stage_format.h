@@ -1,6 +1,6 @@
 /*
  * stage_format.h - the files of a stage directory (docs/staging.md, format
- * 1): index records, the movers' progress, the manifest, the names.  Pure
+ * 2): index records, the movers' progress, the manifest, the names.  Pure
  * encoding and text: no MPI, no file.  The Python tool (aggio stage)
  * reads the same format; the two are tested against each other.
  */
@@ -12,18 +12,30 @@
 
 #define AGGIO_STAGE_MAGIC 0x49534741u /* "AGSI": the record carries its data's CRC */
 #define AGGIO_STAGE_MAGIC_NOCRC 0x52534741u /* "AGSR": the record's own CRC only */
-#define AGGIO_STAGE_REC 48            /* an index record */
+#define AGGIO_STAGE_REC 64            /* an index record */
 #define AGGIO_STAGE_DRAINED 32        /* a writer's .drained file */
-#define AGGIO_STAGE_HEAD "aggio stage 1"
+#define AGGIO_STAGE_HEAD "aggio stage 2"
 
 /* One staged write: `length` bytes for `offset` of the final file, at
- * `data_off` of the writer's .data file. */
+ * `data_off` of the writer's .data file.  Its age among every writer's
+ * records is (epoch, calls, time): the syncs and the collective calls of
+ * the file before it (the same counts on every rank), then the clock;
+ * within one writer the age never decreases with seq. */
 struct aggio__stage_rec {
   uint32_t epoch;
   uint64_t seq, offset, length, data_off;
+  uint64_t calls, time_ns;
   uint32_t data_crc;
   int has_data_crc; /* 0: data_crc is 0 and means nothing (magic AGSR) */
 };
+
+/* Which of two writers' records is older (<0), newer (>0): (epoch, calls,
+ * time), then rank, then seq.  The order in which a replay writes every
+ * writer's records of a session, so that the newest write of each byte
+ * wins, as it did in the program when a barrier (not a sync) ordered two
+ * ranks' writes of the same bytes (HDF5's fill values, then the data). */
+int aggio__stage_rec_older(const struct aggio__stage_rec *a, int rank_a,
+                           const struct aggio__stage_rec *b, int rank_b);
 
 /* CRC-32 (IEEE 802.3, zlib's crc32: start with 0, feed pieces in order). */
 uint32_t aggio__crc32(uint32_t crc, const void *buf, size_t len);

@@ -176,13 +176,7 @@ struct writer {
 static int replay_order(const void *a, const void *b) {
   const struct replay_rec *x = a, *y = b;
   int c = strcmp(x->session, y->session);
-  if (c)
-    return c;
-  if (x->r.epoch != y->r.epoch)
-    return x->r.epoch < y->r.epoch ? -1 : 1;
-  if (x->r.seq != y->r.seq)
-    return x->r.seq < y->r.seq ? -1 : 1;
-  return x->rank < y->rank ? -1 : x->rank > y->rank;
+  return c ? c : aggio__stage_rec_older(&x->r, x->rank, &y->r, y->rank);
 }
 
 /* A writer's valid records appended to *list. */

@@ -87,6 +87,10 @@ struct aggio__store {
   /* Atomic mode: the back end holds nothing between calls (set by the
    * core after a flush; a staging back end writes through). */
   int write_through;
+  /* Collective data calls of the file begun so far (the same count on
+   * every rank): a staged record's age (plan/stage_format.h).  Counted by
+   * the core, read by the stage back end's writes (atomically). */
+  int64_t coll_calls;
   struct aggio__obs_state *obs; /* the file's statistics and trace */
   struct aggio__faults *faults; /* AGGIO_FAULTS, or NULL */
   /* learnt at open */
@@ -192,6 +196,22 @@ const char *aggio__storage_names(void);
  * file at path under stage_dir, with whatever it holds (MPI_File_delete,
  * MPI_MODE_DELETE_ON_CLOSE). */
 void aggio__stage_remove(const char *stage_dir, const char *path);
+
+/* Staging: the newest write of each byte across ranks (core/staging.c
+ * and plan/stage_order.h; st is a staged store).  settle: waits until
+ * every record of this rank is in the final file (a failure of the
+ * movers is e's).  records: this rank's records since the last sync, a
+ * malloc'ed copy, oldest first; their count, or -1 when memory runs out.
+ * rewrite: this rank's newest bytes of [off, off+len), which its records
+ * cover, written to the final file again.  fail: nothing more moves and
+ * every later sync or close returns e (the records stay for `aggio stage
+ * drain`, whose replay orders them). */
+struct aggio__stage_rec;
+int aggio__stage_settle(struct aggio__store *st, struct aggio__err *e);
+int64_t aggio__stage_records(struct aggio__store *st, struct aggio__stage_rec **out);
+int aggio__stage_rewrite(struct aggio__store *st, int64_t off, int64_t len,
+                         struct aggio__err *e);
+void aggio__stage_fail(struct aggio__store *st, const struct aggio__err *e);
 
 /* Subfiling (storage_subfile.c): whether the file at path is a subfiled
  * layout (its first line), and its removal with its subfiles. */

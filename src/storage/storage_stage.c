@@ -57,6 +57,8 @@ enum { REC_WRITING, REC_READY, REC_VOID }; /* a record's state; VOID: its write 
 
 struct rec {
   int64_t offset, length, data_off;
+  uint64_t calls, time_ns; /* its age (stage_format.h) */
+  uint32_t epoch;
   char state;
   char moved;
 };
@@ -86,9 +88,19 @@ struct stage {
   int data_crc;              /* records carry their data's CRC (the hint, resolved) */
   double started, progress_at;
   double last_write;         /* when this rank's last staged write ended (wall) */
+  uint64_t last_ns;          /* the newest record's time: records' times never go back */
 };
 
 static struct stage *sg(struct aggio__store *st) { return st->state; }
+
+/* A new record's time: the clock (comparable across a node's processes,
+ * and across nodes as far as their clocks agree), never before the last. */
+static uint64_t age_now(uint64_t last) {
+  struct timespec t;
+  clock_gettime(CLOCK_REALTIME, &t);
+  uint64_t ns = (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+  return ns > last ? ns : last;
+}
 
 static double wall(void) {
   struct timespec t;
@@ -463,9 +475,13 @@ static int stage_write(struct aggio__store *st, const void *buf, int64_t len, in
   }
   int64_t seq = s->nrec++, data_off = s->data_end;
   s->data_end += len;
-  s->rec[seq] = (struct rec){off, len, data_off, REC_WRITING, 0};
-  struct aggio__stage_rec r = {s->epoch, (uint64_t)seq, (uint64_t)off, (uint64_t)len,
-                               (uint64_t)data_off, 0, s->data_crc};
+  s->last_ns = age_now(s->last_ns);
+  uint64_t calls = (uint64_t)__atomic_load_n(&st->coll_calls, __ATOMIC_RELAXED);
+  s->rec[seq] = (struct rec){off, len, data_off, calls, s->last_ns, s->epoch, REC_WRITING, 0};
+  struct aggio__stage_rec r = {.epoch = s->epoch, .seq = (uint64_t)seq,
+                               .offset = (uint64_t)off, .length = (uint64_t)len,
+                               .data_off = (uint64_t)data_off, .calls = calls,
+                               .time_ns = s->last_ns, .has_data_crc = s->data_crc};
   int data_fd = s->data_fd, index_fd = s->index_fd;
   pthread_mutex_unlock(&s->lock);
 
@@ -552,6 +568,70 @@ static int st_pread(struct aggio__store *st, void *buf, int64_t len, int64_t off
   int64_t staged = end > off ? (end - off < len ? end - off : len) : 0;
   *got = g > staged ? g : staged;
   return 0;
+}
+
+/* ---- the newest write across ranks (storage.h, core/staging.c) --------------- */
+
+int aggio__stage_settle(struct aggio__store *st, struct aggio__err *e) {
+  return drain_all(st, e);
+}
+
+int64_t aggio__stage_records(struct aggio__store *st, struct aggio__stage_rec **out) {
+  struct stage *s = sg(st);
+  *out = NULL;
+  pthread_mutex_lock(&s->lock);
+  int64_t n = 0;
+  struct aggio__stage_rec *r = s->nrec ? st_calloc(st, (size_t)s->nrec * sizeof *r) : NULL;
+  for (int64_t i = 0; r && i < s->nrec; i++) {
+    const struct rec *x = &s->rec[i];
+    if (x->state == REC_READY)
+      r[n++] = (struct aggio__stage_rec){.epoch = x->epoch, .seq = (uint64_t)i,
+                                         .offset = (uint64_t)x->offset,
+                                         .length = (uint64_t)x->length,
+                                         .calls = x->calls, .time_ns = x->time_ns};
+  }
+  int nomem = s->nrec && !r;
+  pthread_mutex_unlock(&s->lock);
+  *out = r;
+  return nomem ? -1 : n;
+}
+
+int aggio__stage_rewrite(struct aggio__store *st, int64_t off, int64_t len,
+                         struct aggio__err *e) {
+  struct stage *s = sg(st);
+  char *buf = NULL;
+  size_t align = st->dio_align > 0 ? (size_t)st->dio_align : 4096;
+  int64_t cap = len < AGGIO_STAGE_MOVE_MAX ? len : AGGIO_STAGE_MOVE_MAX;
+  if (aggio__fault(st->faults, AGGIO_FAULT_ALLOC) ||
+      posix_memalign((void **)&buf, align, (size_t)cap) != 0)
+    return aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: out of memory", st->rank);
+  for (int64_t done = 0; done < len && e->code == 0;) {
+    int64_t n = len - done < cap ? len - done : cap;
+    memset(buf, 0, (size_t)n);
+    if (overlay(st, buf, n, off + done, 0, e) == 0)
+      s->final.ops->pwrite(&s->final, buf, n, off + done,
+                           AGGIO_IO_BEHIND | AGGIO_IO_DIRECT_OK | AGGIO_IO_DIRECT_EAGER, e);
+    done += n;
+  }
+  free(buf);
+  return e->code;
+}
+
+void aggio__stage_fail(struct aggio__store *st, const struct aggio__err *e) {
+  struct stage *s = sg(st);
+  pthread_mutex_lock(&s->lock);
+  if (!s->failed) {
+    s->failed = 1;
+    s->err = *e;
+  }
+  /* which of the moved bytes another rank's older write covers is not
+   * known: none counts as in the file (MPI_Finalize's message counts
+   * them; `aggio stage drain` writes them all, in order) */
+  for (int64_t i = 0; i < s->nrec; i++)
+    s->rec[i].moved = 0;
+  s->moved_prefix = 0;
+  pthread_cond_broadcast(&s->cond);
+  pthread_mutex_unlock(&s->lock);
 }
 
 /* set_size and atomic mode: every record in the file, synced, and the

@@ -12,6 +12,10 @@ that nothing but the I/O path changed (issue 10 part 5; CTest label
 
 common: --np N --mpiexec PATH [--mpiexec-flags "..."] --flavor openmpi|mpich
         --dir SCRATCH (--aggio-run PATH | --preload LIBRARY)
+        [--stage DIR]: the aggio runs stage every write through DIR
+        (AGGIO_HINTS='*:aggio_stage_dir=DIR', docs/staging.md); their
+        statistics must name the stage, and DIR must hold no staged bytes
+        once the client has ended (every byte drained to the file)
 
 For every client:
   1. the native run: no aggio; it must succeed and print no aggio block
@@ -42,6 +46,7 @@ import sys
 import tarfile
 
 SKIP = 77
+args_stage = None  # --stage: the stage directory of the aggio runs
 SYSTEM_PYTHON = "/usr/bin/python3"  # Debian's h5py-mpi and mpi4py live there
 RUN_TIMEOUT = 240  # seconds per launch (--run-timeout): a hang fails, not the ctest timeout
 
@@ -70,6 +75,8 @@ def launch(args, argv, aggio, extra_env=None, cwd=None, label=""):
     prefix = []
     if aggio:
         rank_env["AGGIO_STATS"] = "1"
+        if args.stage:
+            rank_env["AGGIO_HINTS"] = "*:aggio_stage_dir=" + args.stage
         if args.aggio_run:
             prefix = [args.aggio_run]
         else:
@@ -157,7 +164,29 @@ def require_aggio(out, label, path, written=0, read=0, collective=True):
         raise Failure("%s: no collective write went through aggio for %s" % (label, path))
     if collective and read and t["collective reads"] == 0:
         raise Failure("%s: no collective read went through aggio for %s" % (label, path))
+    if args_stage:
+        require_staged(out, label, path)
     return t
+
+
+def require_staged(out, label, path):
+    """With --stage: every block of the file names the stage directory,
+    and the directory holds no staged data once the client has ended."""
+    want = os.path.realpath(path) if path else None
+    for p, kv in stats_blocks(out):
+        if want and os.path.realpath(p) != want:
+            continue
+        if kv.get("stage dir") != args_stage:
+            raise Failure("%s: %s was not staged through %s (stats say stage dir %r)"
+                          % (label, p, args_stage, kv.get("stage dir")))
+    left = []
+    for root, _, files in os.walk(args_stage):
+        left += [os.path.join(root, f) for f in files
+                 if f.endswith((".data", ".index")) and os.path.getsize(os.path.join(root, f))]
+    if left:
+        raise Failure("%s: staged bytes left in %s after the client ended: %s"
+                      % (label, args_stage, left[:5]))
+    print("   staged through %s, nothing left there" % args_stage)
 
 
 def client_bytes(out, name):
@@ -390,11 +419,16 @@ def main(argv):
     ap.add_argument("--exe", help="hdf5_client or pnetcdf_client")
     ap.add_argument("--script", help="h5py_client.py")
     ap.add_argument("--build", help="where mpi4py's source distribution is fetched")
+    ap.add_argument("--stage", help="stage the aggio runs' writes through this directory")
     ap.add_argument("--run-timeout", type=int, default=RUN_TIMEOUT,
                     help="seconds one launch may take (default %d)" % RUN_TIMEOUT)
     args = ap.parse_args(argv)
     args.dir = os.path.abspath(args.dir)
     os.makedirs(args.dir, exist_ok=True)
+    global args_stage
+    args_stage = os.path.abspath(args.stage) if args.stage else None
+    if args_stage:
+        shutil.rmtree(args_stage, ignore_errors=True)
     try:
         rc = {"hdf5": cmd_hdf5, "pnetcdf": cmd_pnetcdf, "h5py": cmd_h5py,
               "mpi4py": cmd_mpi4py}[args.client](args)

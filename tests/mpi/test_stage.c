@@ -18,9 +18,16 @@
  *           the bytes, and the next open writes them (the file is whole).
  *   atomic  set_atomicity(1) moves what is staged and writes through;
  *           set_size cuts staged bytes too (none come back at close).
+ *   order   writes of different ranks to the same bytes ordered by a
+ *           barrier only, as HDF5 writes fill values from rank 0 and then
+ *           the data from every rank: once over a collective write, once
+ *           over independent ones.  Rank 0 then keeps staging small writes
+ *           for 100 ms, so that its movers stay idle and move its fill
+ *           values after the other ranks' movers moved their data; the
+ *           file must still equal the MPI library's after the same calls.
  *
  * aggio-test-ranks: 1 2 4
- * aggio-test-parts: modes sync fail atomic
+ * aggio-test-parts: modes sync fail atomic order
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -120,6 +127,44 @@ static void reference(const char *path, int rounds) {
   for (int r = 1; r < rounds; r++)
     round_write(&via_mpi, &f, r);
   MPI_File_close(&f);
+}
+
+/* The order part's calls: rank 0's fill of a region, a barrier, every
+ * rank's blocks over it (collective calls in the first region,
+ * independent ones in the second), then rank 0's small writes past both,
+ * spread over 100 ms when `spread`. */
+#define ORDER_BLKS 4
+static int order_calls(const struct api *a, void *f, int spread) {
+  int64_t region = (int64_t)nprocs * ORDER_BLKS * BLK;
+  unsigned char *b = malloc((size_t)region);
+  int rc = b ? 0 : -1;
+  MPI_Status st;
+  for (int part = 0; part < 2 && rc == 0; part++) {
+    int64_t base = part * region;
+    if (rank == 0) {
+      for (int64_t j = 0; j < region; j++)
+        b[j] = pat(20 + part, base + j);
+      rc = a->write_at(f, base, b, (int)region, MPI_BYTE, &st);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (int k = 0; k < ORDER_BLKS && rc == 0; k++) {
+      int64_t off = base + ((int64_t)k * nprocs + rank) * BLK;
+      for (int j = 0; j < BLK; j++)
+        b[j] = pat(30 + part, off + j);
+      rc = part == 0 ? a->write_at_all(f, off, b, BLK, MPI_BYTE, &st)
+                     : a->write_at(f, off, b, BLK, MPI_BYTE, &st);
+    }
+  }
+  for (int i = 0; rank == 0 && i < 100 && rc == 0; i++) {
+    int64_t off = 2 * region + i * 512;
+    for (int j = 0; j < 512; j++)
+      b[j] = pat(40, off + j);
+    rc = a->write_at(f, off, b, 512, MPI_BYTE, &st);
+    if (spread)
+      usleep(1000);
+  }
+  free(b);
+  return rc;
 }
 
 /* ---- looking at files with POSIX ------------------------------------------------------ */
@@ -402,6 +447,28 @@ static void part_atomic(void) {
   drained_everywhere("atomic");
 }
 
+static void part_order(void) {
+  char ref[700], path[700];
+  snprintf(ref, sizeof ref, "%s/stage.order.ref", dir);
+  snprintf(path, sizeof path, "%s/stage.order", dir);
+  MPI_File f;
+  if (rank == 0) {
+    unlink(ref);
+    unlink(path);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  MPI_File_open(MPI_COMM_WORLD, ref, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &f);
+  order_calls(&via_mpi, &f, 0);
+  MPI_File_close(&f);
+  aggio_file fh = open_staged(path, MPI_MODE_CREATE | MPI_MODE_RDWR, "background", "final");
+  if (!fh)
+    return;
+  CHECK(order_calls(&via_aggio, &fh, 1) == AGGIO_SUCCESS, "order: the writes");
+  CHECK(aggio_file_close(&fh) == AGGIO_SUCCESS, "order: close");
+  same_files(path, ref, "order (fill values from rank 0, then data over them)");
+  drained_everywhere("order");
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   aggio_init();
@@ -424,6 +491,8 @@ int main(int argc, char **argv) {
     part_fail();
   else if (strcmp(part, "atomic") == 0)
     part_atomic();
+  else if (strcmp(part, "order") == 0)
+    part_order();
   else
     CHECK(0, "no part %s", part);
   MPI_Barrier(MPI_COMM_WORLD);

@@ -4,7 +4,8 @@
  * fed in any split; a record decodes back to what encoded it, with and
  * without its data's CRC, and any flipped bit, wrong position, empty
  * length or bytes outside the .data file makes it no record; the names
- * and the manifest round-trip, refusing what format 1 forbids.
+ * and the manifest round-trip, refusing what format 2 forbids; the
+ * replay's order of records (age, then rank, then seq).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -30,12 +31,16 @@ static void check_crc(void) {
 
 static void check_records(void) {
   for (int with = 0; with < 2; with++) {
-    struct aggio__stage_rec r = {7, 3, (uint64_t)1 << 40, 47008, 4096, 0xdeadbeef, with}, d;
+    struct aggio__stage_rec r = {.epoch = 7, .seq = 3, .offset = (uint64_t)1 << 40,
+                                 .length = 47008, .data_off = 4096, .calls = 5,
+                                 .time_ns = 1700000000123456789ull,
+                                 .data_crc = 0xdeadbeef, .has_data_crc = with}, d;
     unsigned char b[AGGIO_STAGE_REC];
     aggio__stage_rec_encode(&r, b);
     CHECK(aggio__stage_rec_decode(b, 3, 4096 + 47008, &d) == 0, "a record decodes");
     CHECK(d.epoch == 7 && d.seq == 3 && d.offset == r.offset && d.length == 47008 &&
-              d.data_off == 4096 && d.has_data_crc == with &&
+              d.data_off == 4096 && d.calls == 5 && d.time_ns == r.time_ns &&
+              d.has_data_crc == with &&
               d.data_crc == (with ? 0xdeadbeef : 0),
           "fields back (with data CRC %d)", with);
     CHECK(b[0] == 'A' && b[1] == 'G' && b[2] == 'S' && b[3] == (with ? 'I' : 'R'),
@@ -50,14 +55,34 @@ static void check_records(void) {
     }
     CHECK(flips == 0, "%d single-bit flips still decode", flips);
   }
-  struct aggio__stage_rec z = {0, 0, 0, 0, 0, 0, 1}, d;
+  struct aggio__stage_rec z = {.has_data_crc = 1}, d;
   unsigned char b[AGGIO_STAGE_REC] = {0};
   CHECK(aggio__stage_rec_decode(b, 0, 100, &d) != 0, "a hole of zeros is no record");
   aggio__stage_rec_encode(&z, b);
   CHECK(aggio__stage_rec_decode(b, 0, 100, &d) != 0, "an empty write is no record");
-  struct aggio__stage_rec w = {0, 0, UINT64_MAX - 10, 100, 0, 0, 0};
+  struct aggio__stage_rec w = {.offset = UINT64_MAX - 10, .length = 100};
   aggio__stage_rec_encode(&w, b);
   CHECK(aggio__stage_rec_decode(b, 0, 1000, &d) != 0, "an offset past 2^63 is no record");
+}
+
+/* The replay's order: epoch, then collective calls, then time, then rank,
+ * then seq; a writer's own records keep their seq order. */
+static void check_order(void) {
+  struct aggio__stage_rec a = {.epoch = 1, .calls = 3, .time_ns = 100, .seq = 9};
+  struct aggio__stage_rec b = {.epoch = 1, .calls = 2, .time_ns = 200, .seq = 0};
+  CHECK(aggio__stage_rec_older(&b, 1, &a, 0) < 0, "fewer collective calls is older, "
+        "whatever the clocks say");
+  b.calls = 3;
+  CHECK(aggio__stage_rec_older(&a, 0, &b, 1) < 0, "same calls: the earlier time is older");
+  b.time_ns = 100;
+  CHECK(aggio__stage_rec_older(&a, 0, &b, 1) < 0 && aggio__stage_rec_older(&b, 1, &a, 0) > 0,
+        "same time: the lower rank first");
+  b.epoch = 0;
+  CHECK(aggio__stage_rec_older(&b, 1, &a, 0) < 0, "an earlier epoch is older");
+  struct aggio__stage_rec c = a;
+  c.seq = 10;
+  CHECK(aggio__stage_rec_older(&a, 0, &c, 0) < 0, "one writer's records in seq order");
+  CHECK(aggio__stage_rec_older(&a, 0, &a, 0) == 0, "a record is not older than itself");
 }
 
 static void check_names(void) {
@@ -88,11 +113,11 @@ static void check_manifest(void) {
   CHECK(aggio__stage_manifest_parse(text, final, sizeof final, msg, sizeof msg) == 0 &&
             strcmp(final, "/lus/a b/ckpt") == 0,
         "manifest back: %s", final);
-  CHECK(aggio__stage_manifest_parse("aggio stage 2\nfinal /x\n", final, sizeof final, msg,
-                                    sizeof msg) != 0, "another format");
-  CHECK(aggio__stage_manifest_parse("aggio stage 1\nfinal x\n", final, sizeof final, msg,
+  CHECK(aggio__stage_manifest_parse("aggio stage 1\nfinal /x\n", final, sizeof final, msg,
+                                    sizeof msg) != 0, "another format (1: 48-byte records)");
+  CHECK(aggio__stage_manifest_parse("aggio stage 2\nfinal x\n", final, sizeof final, msg,
                                     sizeof msg) != 0, "a relative final name");
-  CHECK(aggio__stage_manifest_parse("aggio stage 1\n# only words\n", final, sizeof final, msg,
+  CHECK(aggio__stage_manifest_parse("aggio stage 2\n# only words\n", final, sizeof final, msg,
                                     sizeof msg) != 0, "no final line");
   CHECK(aggio__stage_manifest_text("/x", text, 10) != 0, "a manifest that does not fit");
 }
@@ -100,6 +125,7 @@ static void check_manifest(void) {
 int main(void) {
   check_crc();
   check_records();
+  check_order();
   check_names();
   check_manifest();
   return test_summary();
