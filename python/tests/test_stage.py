@@ -19,7 +19,7 @@ import zlib
 import pytest
 
 from aggio import cli, stage
-from paths import ROOT
+from paths import ROOT, _built
 
 # The format as docs/staging.md states it, written out again here.
 MAGIC = 0x49534741
@@ -369,6 +369,40 @@ def test_writes_of_many_ranks_replay_in_the_order_they_were_made(tmp_path):
         writes.append((offset, data))
     assert run("drain", d) == 0
     assert final.read_bytes() == applied(writes)
+
+
+C_DRAINER = os.environ.get("AGGIO_STAGE_DRAINER") or _built("aggio-stage-drain", "")
+
+
+@pytest.mark.skipif(not C_DRAINER, reason="aggio-stage-drain (C) is not built "
+                                          "(scripts/build openmpi)")
+def test_the_c_drainer_replays_as_the_tool_does(tmp_path):
+    """The same random stage of four ranks (overlapping writes, collective
+    calls, clocks) drained by `aggio stage drain` and by the library's
+    drainer, aggio-stage-drain: the same file, both the writes' order."""
+    rng = random.Random(2028)
+    finals, writes = [], []
+    for who in ("python", "c"):
+        final = tmp_path / ("out." + who)
+        d = make_stage(tmp_path / ("stage." + who), final)
+        writers = [Writer(d, 4, r) for r in range(4)]
+        rng.seed(2028)
+        writes, calls = [], 0
+        for k in range(150):
+            calls += rng.random() < 0.1
+            offset, data = rng.randrange(6000), pattern(rng.randrange(1, 400), k)
+            rng.choice(writers).write(offset, data, calls=calls)
+            writes.append((offset, data))
+        if who == "python":
+            assert run("drain", d) == 0
+        else:
+            p = subprocess.run([C_DRAINER, str(d)], capture_output=True, text=True,
+                               timeout=60)
+            assert p.returncode == 0, p.stdout + p.stderr
+            assert ": drained" in p.stdout
+            assert not os.path.exists(d)
+        finals.append(final.read_bytes())
+    assert finals[0] == finals[1] == applied(writes)
 
 
 def test_within_a_writer_ties_of_calls_and_time_go_by_seq(tmp_path):

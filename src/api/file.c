@@ -437,6 +437,7 @@ int aggio_file_close(aggio_file *fhp) {
     aggio__staging_report_unwritten(fh, stderr);
   aggio__sfp_close(fh); /* collective: every rank is done with the pointer */
   MPI_Barrier(fh->comm); /* every rank closed before any unlink */
+  aggio__staging_hand_over(fh, &e); /* detach: every rank's stage files complete */
   if ((fh->amode & MPI_MODE_DELETE_ON_CLOSE) && fh->rank == 0 && fh->st.ops->remove)
     fh->st.ops->remove(&fh->st, &e);
   if (fh->obs.stats)

@@ -10,6 +10,7 @@
  */
 #include <limits.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
@@ -35,7 +36,7 @@ static int choice(struct aggio__hint_value *h, const char *const *names, int n,
   return fallback;
 }
 
-static const char *const drains[] = {"background", "at_close", "none"}; /* enum order */
+static const char *const drains[] = {"background", "at_close", "none", "detach"}; /* enum */
 static const char *const syncs[] = {"stage", "final"};                   /* 1: final */
 static const char *const checksums[] = {"record", "data", "auto"};       /* 2: auto */
 
@@ -67,8 +68,8 @@ int aggio__staging_choose(aggio_file fh, struct aggio__err *e) {
   }
   struct aggio__stage_conf *c = &fh->st.stage;
   snprintf(c->dir, sizeof c->dir, "%s", fh->hints.stage_dir.str);
-  c->drain = choice(&fh->hints.stage_drain, drains, 3, AGGIO_STAGE_BACKGROUND,
-                    "not background, at_close or none: background used");
+  c->drain = choice(&fh->hints.stage_drain, drains, 4, AGGIO_STAGE_BACKGROUND,
+                    "not background, at_close, none or detach: background used");
   c->sync_final = choice(&fh->hints.stage_sync, syncs, 2, 1,
                          "not final or stage: final used");
   int crc = choice(&fh->hints.stage_checksum, checksums, 3, 2,
@@ -264,7 +265,8 @@ static void order_failed(aggio_file fh, const struct aggio__err *mine,
 
 int aggio__staging_order(aggio_file fh, enum aggio__stage_point at, struct aggio__err *e) {
   if (!aggio__staged(fh) || (at == AGGIO_STAGE_POINT_SYNC && !fh->st.stage.sync_final) ||
-      (at == AGGIO_STAGE_POINT_CLOSE && fh->st.stage.drain == AGGIO_STAGE_NONE))
+      (at == AGGIO_STAGE_POINT_CLOSE && (fh->st.stage.drain == AGGIO_STAGE_NONE ||
+                                         fh->st.stage.drain == AGGIO_STAGE_DETACH)))
     return e->code;
   struct order o = {.fh = fh, .n = fh->nprocs};
   struct aggio__err mine = {0};
@@ -288,4 +290,29 @@ int aggio__staging_order(aggio_file fh, enum aggio__stage_point at, struct aggio
     order_failed(fh, &mine, e);
   order_free(&o);
   return e->code;
+}
+
+/* ---- a drainer that outlives the program ---------------------------------------- */
+
+static const char *drainer_path(void) {
+  const char *env = getenv("AGGIO_STAGE_DRAINER");
+  if (env && *env)
+    return env;
+  if (access(AGGIO_STAGE_DRAINER_INSTALLED, X_OK) == 0)
+    return AGGIO_STAGE_DRAINER_INSTALLED;
+  return access(AGGIO_STAGE_DRAINER_BUILT, X_OK) == 0 ? AGGIO_STAGE_DRAINER_BUILT : NULL;
+}
+
+void aggio__staging_hand_over(aggio_file fh, struct aggio__err *e) {
+  if (!aggio__staged(fh) || fh->st.stage.drain != AGGIO_STAGE_DETACH ||
+      (fh->amode & MPI_MODE_DELETE_ON_CLOSE))
+    return;
+  int on_node = 0; /* the node's stage directory is one: one drainer a node */
+  if (fh->topo.node_comm != MPI_COMM_NULL)
+    MPI_Comm_rank(fh->topo.node_comm, &on_node);
+  struct aggio__err mine = {0};
+  if (on_node == 0)
+    aggio__stage_hand_over(&fh->st, drainer_path(), &mine);
+  if (mine.code != 0 && e->code == 0)
+    *e = mine;
 }

@@ -41,6 +41,13 @@ enum aggio__stage_point {
  * rank's store (their records stay, for a replay in order) and is e's;
  * the caller agrees.  Otherwise nothing to do. */
 int aggio__staging_order(aggio_file fh, enum aggio__stage_point at, struct aggio__err *e);
+/* Close with aggio_stage_drain=detach, once every rank closed
+ * (collective): one rank per node hands the node's stage of the file to
+ * a drainer process that outlives the program (aggio-stage-drain:
+ * AGGIO_STAGE_DRAINER, else the installed one, else this build's), or,
+ * when none can start, writes it to the file itself.  Its failure is e's
+ * (the caller agrees). */
+void aggio__staging_hand_over(aggio_file fh, struct aggio__err *e);
 /* Staged bytes that could not reach the file, said on out (at finalize,
  * when nobody is left to hear it otherwise): their count. */
 int64_t aggio__staging_report_unwritten(aggio_file fh, FILE *out);

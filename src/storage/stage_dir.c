@@ -13,9 +13,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <spawn.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+extern char **environ;
 
 #include "stage_dir.h"
 #include "stage_format.h"
@@ -349,6 +353,41 @@ int aggio__stage_absolute(const char *path, char *out, size_t len) {
     return errno;
   int n = snprintf(out, len, "%s/%s", strcmp(dir, "/") ? dir : "", basename(b));
   return n < 0 || (size_t)n >= len ? ENAMETOOLONG : 0;
+}
+
+/* The environment without LD_PRELOAD (aggio-run's library would load the
+ * MPI library into the drainer); malloc'ed, or NULL. */
+static char **environment_for_drainer(void) {
+  size_t n = 0;
+  while (environ && environ[n])
+    n++;
+  char **env = malloc((n + 1) * sizeof *env);
+  size_t k = 0;
+  for (size_t i = 0; env && i < n; i++)
+    if (strncmp(environ[i], "LD_PRELOAD=", 11) != 0)
+      env[k++] = environ[i];
+  if (env)
+    env[k] = NULL;
+  return env;
+}
+
+int aggio__stage_spawn_drainer(const char *drainer, const char *dir, const char *log) {
+  if (access(drainer, X_OK) != 0)
+    return errno;
+  char **env = environment_for_drainer();
+  if (!env)
+    return ENOMEM;
+  char *argv[] = {(char *)drainer, "--detach", "--log", (char *)log, (char *)dir, NULL};
+  pid_t pid;
+  int rc = posix_spawn(&pid, drainer, NULL, NULL, argv, env);
+  free(env);
+  if (rc != 0)
+    return rc;
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR)
+      return errno;
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : ECHILD;
 }
 
 /* Removes dir's files, whatever session wrote them, and dir. */

@@ -30,6 +30,10 @@ void aggio__stage_tidy(const char *dir);
  * into the final file, then removes their files: what a killed job, or
  * aggio_stage_drain=none, left behind.  0 also when dir is gone. */
 int aggio__stage_replay(const char *dir, const char *final, const char *mine);
+/* Starts `drainer --detach --log log dir` (aggio-stage-drain), without
+ * LD_PRELOAD, and waits until it has detached (it forks, its first
+ * process exits): 0 once the detached one runs, else an errno value. */
+int aggio__stage_spawn_drainer(const char *drainer, const char *dir, const char *log);
 /* Removes dir's files, whatever session wrote them, and dir. */
 void aggio__stage_remove_dir(const char *dir);
 /* path with its directory made absolute (the file itself may not exist). */

@@ -183,7 +183,14 @@ struct aggio__storage_ops {
   int64_t (*unwritten)(struct aggio__store *st, char *msg, size_t len);
 };
 
-enum aggio__stage_drain { AGGIO_STAGE_BACKGROUND, AGGIO_STAGE_AT_CLOSE, AGGIO_STAGE_NONE };
+/* detach: background movers, and at close what is left goes to a
+ * drainer process that outlives the program (aggio-stage-drain). */
+enum aggio__stage_drain {
+  AGGIO_STAGE_BACKGROUND,
+  AGGIO_STAGE_AT_CLOSE,
+  AGGIO_STAGE_NONE,
+  AGGIO_STAGE_DETACH
+};
 
 /* The registry (storage_registry.c): the back end called name
  * (aggio_storage), or NULL when there is none; the default one (the
@@ -212,6 +219,13 @@ int64_t aggio__stage_records(struct aggio__store *st, struct aggio__stage_rec **
 int aggio__stage_rewrite(struct aggio__store *st, int64_t off, int64_t len,
                          struct aggio__err *e);
 void aggio__stage_fail(struct aggio__store *st, const struct aggio__err *e);
+/* aggio_stage_drain=detach, after every rank closed, on one rank per
+ * node: a drainer process (drainer: aggio-stage-drain) that outlives the
+ * program replays this file's stage; when none can be started, the
+ * replay runs here (its failure is e's).  Its output goes to
+ * <aggio_stage_dir>/aggio-stage-drain.log. */
+int aggio__stage_hand_over(struct aggio__store *st, const char *drainer,
+                           struct aggio__err *e);
 
 /* Subfiling (storage_subfile.c): whether the file at path is a subfiled
  * layout (its first line), and its removal with its subfiles. */

@@ -93,6 +93,11 @@ struct stage {
 
 static struct stage *sg(struct aggio__store *st) { return st->state; }
 
+/* Movers move records while the program runs (not only when asked). */
+static int background(const struct aggio__store *st) {
+  return st->stage.drain == AGGIO_STAGE_BACKGROUND || st->stage.drain == AGGIO_STAGE_DETACH;
+}
+
 /* A new record's time: the clock (comparable across a node's processes,
  * and across nodes as far as their clocks agree), never before the last. */
 static uint64_t age_now(uint64_t last) {
@@ -248,7 +253,7 @@ static void *mover_main(void *arg) {
     int64_t end = 0;
     double quiet_until = 0;
     while (!s->stop && !s->failed && !nomem &&
-           ((st->stage.drain != AGGIO_STAGE_BACKGROUND && !s->draining) ||
+           ((!background(st) && !s->draining) ||
             s->next >= s->nrec || (end = take(s, s->next)) == s->next ||
             (!s->draining && (quiet_until = s->last_write + QUIET_S) > wall()))) {
       if (quiet_until > 0) {
@@ -499,7 +504,7 @@ static int stage_write(struct aggio__store *st, const void *buf, int64_t len, in
   pthread_mutex_lock(&s->lock);
   s->rec[seq].state = err ? REC_VOID : REC_READY;
   s->last_write = wall();
-  if (!err && st->stage.drain == AGGIO_STAGE_BACKGROUND && s->nmovers == 0 && !s->failed)
+  if (!err && background(st) && s->nmovers == 0 && !s->failed)
     start_movers(st, e); /* none could start: the next flush says so */
   pthread_cond_broadcast(&s->cond);
   pthread_mutex_unlock(&s->lock);
@@ -669,19 +674,21 @@ static int st_sync(struct aggio__store *st, struct aggio__err *e) {
   return 0;
 }
 
-/* Close: with drain none the stage stays for `aggio stage drain`; else
- * every record reaches the final file, which is synced, and the stage
- * files go.  A failure keeps them. */
+/* Close: with drain none the stage stays for `aggio stage drain`, with
+ * detach for the drainer the core starts next (aggio__stage_hand_over);
+ * else every record reaches the final file, which is synced, and the
+ * stage files go.  A failure keeps them. */
 static int st_close(struct aggio__store *st, struct aggio__err *e) {
   struct stage *s = sg(st);
   if (!s)
     return 0;
-  if (st->stage.drain != AGGIO_STAGE_NONE && s->final.opened &&
+  int leave = st->stage.drain == AGGIO_STAGE_NONE || st->stage.drain == AGGIO_STAGE_DETACH;
+  if (!leave && s->final.opened &&
       drain_all(st, e) == 0 && s->final.ops->sync(&s->final, e) == 0) {
     pthread_mutex_lock(&s->lock);
     forget_records(s);
     pthread_mutex_unlock(&s->lock);
-  } else if (st->stage.drain == AGGIO_STAGE_NONE) {
+  } else if (leave) {
     pthread_mutex_lock(&s->lock);
     report_failure(st, e);
     note_progress(s, 1);
@@ -694,6 +701,23 @@ static int st_close(struct aggio__store *st, struct aggio__err *e) {
   if (s->final.opened)
     s->final.ops->close(&s->final, e);
   return e->code;
+}
+
+int aggio__stage_hand_over(struct aggio__store *st, const char *drainer,
+                           struct aggio__err *e) {
+  struct stage *s = sg(st);
+  char log[PATH_MAX];
+  snprintf(log, sizeof log, "%s/aggio-stage-drain.log", st->stage.dir);
+  if (drainer && aggio__stage_spawn_drainer(drainer, s->dir, log) == 0)
+    return 0;
+  /* no drainer: the bytes reach the file now, as with at_close */
+  int rc = aggio__stage_replay(s->dir, s->abs, "");
+  if (rc != 0)
+    return aggio__fail(e, aggio__errno_code(rc), "rank %d: no drainer could be started "
+                       "for %s (%s), and writing its staged bytes failed: %s (aggio stage "
+                       "drain %s)", st->rank, st->path, drainer ? drainer : "none found",
+                       strerror(rc), s->dir);
+  return 0;
 }
 
 static int64_t st_unwritten(struct aggio__store *st, char *msg, size_t len) {

@@ -66,6 +66,12 @@ test -x "$prefix/bin/aggio-subfile-join" || { echo "no aggio-subfile-join instal
 rc=0
 env -u LD_LIBRARY_PATH "$run" -n 1 "$@" "$prefix/bin/aggio-subfile-join" >/dev/null 2>&1 || rc=$?
 test "$rc" = 2 || { echo "installed aggio-subfile-join without arguments: exit $rc, not 2"; exit 1; }
+# aggio-stage-drain (aggio_stage_drain=detach starts it): installed, and
+# it runs without MPI (usage error: exit 2)
+test -x "$prefix/bin/aggio-stage-drain" || { echo "no aggio-stage-drain installed"; exit 1; }
+rc=0
+env -u LD_LIBRARY_PATH "$prefix/bin/aggio-stage-drain" >/dev/null 2>&1 || rc=$?
+test "$rc" = 2 || { echo "installed aggio-stage-drain without arguments: exit $rc, not 2"; exit 1; }
 # libaggio-mpiio and aggio-run: a plain MPI-IO program, built against the
 # MPI library alone, runs on aggio through the installed launcher, which
 # finds the installed library for this MPI by itself.

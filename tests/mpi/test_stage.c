@@ -25,9 +25,15 @@
  *           for 100 ms, so that its movers stay idle and move its fill
  *           values after the other ranks' movers moved their data; the
  *           file must still equal the MPI library's after the same calls.
+ *   detach  aggio_stage_drain=detach: close hands the stage to a drainer
+ *           process (aggio-stage-drain, the build's) that outlives it;
+ *           the file then becomes the reference's, the stage goes, and
+ *           the drainer's log says so.  With no drainer to be found
+ *           (AGGIO_STAGE_DRAINER names none), close writes the stage
+ *           itself: the file is whole when close returns.
  *
  * aggio-test-ranks: 1 2 4
- * aggio-test-parts: modes sync fail atomic order
+ * aggio-test-parts: modes sync fail atomic order detach
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -239,8 +245,8 @@ static int stage_empty(void) {
   DIR *root = opendir(stage);
   int n = 0;
   struct dirent *d;
-  while (root && (d = readdir(root)))
-    n += d->d_name[0] != '.';
+  while (root && (d = readdir(root))) /* the drainer's log is no directory */
+    n += d->d_name[0] != '.' && strcmp(d->d_name, "aggio-stage-drain.log") != 0;
   if (root)
     closedir(root);
   return n == 0;
@@ -469,6 +475,63 @@ static void part_order(void) {
   drained_everywhere("order");
 }
 
+static int log_says_drained(void) {
+  char path[700], line[2048];
+  snprintf(path, sizeof path, "%s/aggio-stage-drain.log", stage);
+  FILE *f = fopen(path, "r");
+  int found = 0;
+  while (f && fgets(line, sizeof line, f))
+    found |= strstr(line, ": drained") != NULL;
+  if (f)
+    fclose(f);
+  return found;
+}
+
+/* The detached drainer's work, seen from rank 0: the file equals the
+ * reference and the stage is gone, within 30 s. */
+static void wait_for_drainer(const char *path, const char *ref) {
+  int done = 0;
+  if (rank == 0)
+    for (int i = 0; i < 300 && !done; i++) {
+      int64_t n = 0, m = 0;
+      unsigned char *a = slurp(path, &n), *b = slurp(ref, &m);
+      done = a && b && n == m && memcmp(a, b, (size_t)n) == 0 && stage_empty() &&
+             log_says_drained();
+      free(a);
+      free(b);
+      if (!done)
+        usleep(100000);
+    }
+  MPI_Bcast(&done, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  CHECK(done, "detach: the drainer did not complete %s (and log it) within 30 s", path);
+}
+
+static void part_detach(void) {
+  char ref[700], path[700];
+  snprintf(ref, sizeof ref, "%s/stage.detach.ref", dir);
+  reference(ref, 1);
+  for (int found = 0; found < 2; found++) {
+    snprintf(path, sizeof path, "%s/stage.detach%d", dir, found);
+    if (found)
+      unsetenv("AGGIO_STAGE_DRAINER"); /* the build's */
+    else
+      setenv("AGGIO_STAGE_DRAINER", "/nonexistent/aggio-stage-drain", 1);
+    MPI_Barrier(MPI_COMM_WORLD);
+    aggio_file fh = open_staged(path, MPI_MODE_CREATE | MPI_MODE_RDWR, "detach", "final");
+    if (!fh)
+      return;
+    CHECK(round_write(&via_aggio, &fh, 0) == AGGIO_SUCCESS, "detach: round 0");
+    CHECK(rewrite(&via_aggio, &fh) == AGGIO_SUCCESS, "detach: rewrite");
+    CHECK(aggio_file_close(&fh) == AGGIO_SUCCESS, "detach: close");
+    if (!found) { /* no drainer: close wrote the stage */
+      same_files(path, ref, "detach without a drainer");
+      drained_everywhere("detach without a drainer");
+    } else {
+      wait_for_drainer(path, ref);
+    }
+  }
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   aggio_init();
@@ -493,6 +556,8 @@ int main(int argc, char **argv) {
     part_atomic();
   else if (strcmp(part, "order") == 0)
     part_order();
+  else if (strcmp(part, "detach") == 0)
+    part_detach();
   else
     CHECK(0, "no part %s", part);
   MPI_Barrier(MPI_COMM_WORLD);

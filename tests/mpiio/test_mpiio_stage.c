@@ -7,10 +7,12 @@
  * Under aggio the stage directory holds this file's manifest while the
  * checkpoint is open (with aggio_stage_drain=at_close, before the sync the
  * file itself is still empty) and nothing once it is closed; in both runs
- * the file, read by the MPI library's own MPI-IO, holds every byte.
+ * the file, read by the MPI library's own MPI-IO, holds every byte.  With
+ * aggio_stage_drain=detach (part detach) close hands the rest to a drainer
+ * process, and the stage empties (within 30 s) after close returned.
  *
  * aggio-test-ranks: 1 2 4
- * aggio-test-parts: background atclose
+ * aggio-test-parts: background atclose detach
  */
 #include <dirent.h>
 #include <sys/stat.h>
@@ -63,8 +65,8 @@ static int staged_files(void) {
   DIR *d = opendir(stage);
   int n = 0;
   struct dirent *e;
-  while (d && (e = readdir(d)))
-    n += e->d_name[0] != '.';
+  while (d && (e = readdir(d))) /* the detached drainer's log is no directory */
+    n += e->d_name[0] != '.' && strcmp(e->d_name, "aggio-stage-drain.log") != 0;
   if (d)
     closedir(d);
   return n;
@@ -80,7 +82,8 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
   /* parts are single words: atclose is aggio_stage_drain=at_close */
-  const char *drain = argc > 1 && strcmp(argv[1], "atclose") == 0 ? "at_close" : "background";
+  const char *part = argc > 1 ? argv[1] : "background";
+  const char *drain = !strcmp(part, "atclose") ? "at_close" : part;
   int aggio = mpiio_check_mode();
   char path[600], hints[1000];
   mpiio_fresh_path(path, sizeof path, drain);
@@ -113,6 +116,8 @@ int main(int argc, char **argv) {
     CHECK(MPI_File_close(&fh) == MPI_SUCCESS, "close failed");
   }
   MPI_Barrier(MPI_COMM_WORLD);
+  for (int i = 0; rank == 0 && !strcmp(drain, "detach") && staged_files() && i < 300; i++)
+    usleep(100000); /* the drainer outlives the close */
   if (rank == 0)
     CHECK(staged_files() == 0, "after close the stage root holds %d directories",
           staged_files());
@@ -128,6 +133,17 @@ int main(int argc, char **argv) {
   MPI_Barrier(MPI_COMM_WORLD);
   if (rank == 0) {
     MPI_OWN(File_delete)(path, MPI_INFO_NULL);
+    char log[800], line[2048];
+    snprintf(log, sizeof log, "%s/aggio-stage-drain.log", stage);
+    FILE *f = fopen(log, "r");
+    int drained = 0;
+    while (f && fgets(line, sizeof line, f))
+      drained |= strstr(line, ": drained") != NULL;
+    if (f)
+      fclose(f);
+    if (aggio && !strcmp(drain, "detach"))
+      CHECK(drained, "detach: the drainer's log %s says nothing was drained", log);
+    unlink(log);
     rmdir(stage);
   }
   int status = test_summary_mpi(MPI_COMM_WORLD);
