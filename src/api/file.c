@@ -859,9 +859,10 @@ int aggio_file_set_size(aggio_file fh, MPI_Offset size) {
   double t0 = (fh->obs.trace || fh->obs.stats) ? aggio__now() : 0.0;
   aggio__requests_settle(fh);
   check_size_call(fh, size, "set_size", &e);
-  /* held data reaches the file first, so that the truncation cuts it too */
+  /* held data reaches the file first, so that the truncation cuts it too
+   * (staged bytes all below the size may stay staged: none is cut) */
   if (aggio__agree(fh->comm, &e) == 0 && aggio__flush_all(fh, &e) == 0 &&
-      aggio__flush_store(fh, &e) == 0 && fh->rank == 0)
+      (aggio__staging_below(fh, size) || aggio__flush_store(fh, &e) == 0) && fh->rank == 0)
     aggio__store_truncate(&fh->st, size, &e);
   fh->coll_end = 0; /* the flush put every node's data in the file, then cut */
   aggio__agree(fh->comm, &e);

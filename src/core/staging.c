@@ -292,6 +292,14 @@ int aggio__staging_order(aggio_file fh, enum aggio__stage_point at, struct aggio
   return e->code;
 }
 
+int aggio__staging_below(aggio_file fh, int64_t size) {
+  if (!aggio__staged(fh) || fh->st.write_through)
+    return 0;
+  int64_t end = aggio__stage_end(&fh->st), all = 0;
+  MPI_Allreduce(&end, &all, 1, MPI_INT64_T, MPI_MAX, fh->comm);
+  return all <= size;
+}
+
 /* ---- a drainer that outlives the program ---------------------------------------- */
 
 static const char *drainer_path(void) {

@@ -41,6 +41,11 @@ enum aggio__stage_point {
  * rank's store (their records stay, for a replay in order) and is e's;
  * the caller agrees.  Otherwise nothing to do. */
 int aggio__staging_order(aggio_file fh, enum aggio__stage_point at, struct aggio__err *e);
+/* set_size(size) of a staged file (collective): whether no rank holds
+ * staged bytes at or past size, so that the final file can be cut or
+ * grown without waiting for the movers (HDF5 sets the size to its end of
+ * allocation at every flush and close).  0 for a file not staged. */
+int aggio__staging_below(aggio_file fh, int64_t size);
 /* Close with aggio_stage_drain=detach, once every rank closed
  * (collective): one rank per node hands the node's stage of the file to
  * a drainer process that outlives the program (aggio-stage-drain:

@@ -219,6 +219,8 @@ int64_t aggio__stage_records(struct aggio__store *st, struct aggio__stage_rec **
 int aggio__stage_rewrite(struct aggio__store *st, int64_t off, int64_t len,
                          struct aggio__err *e);
 void aggio__stage_fail(struct aggio__store *st, const struct aggio__err *e);
+/* The end of this rank's records not in the final file yet (0: none). */
+int64_t aggio__stage_end(struct aggio__store *st);
 /* aggio_stage_drain=detach, after every rank closed, on one rank per
  * node: a drainer process (drainer: aggio-stage-drain) that outlives the
  * program replays this file's stage; when none can be started, the

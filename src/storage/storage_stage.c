@@ -622,6 +622,14 @@ int aggio__stage_rewrite(struct aggio__store *st, int64_t off, int64_t len,
   return e->code;
 }
 
+int64_t aggio__stage_end(struct aggio__store *st) {
+  struct stage *s = sg(st);
+  pthread_mutex_lock(&s->lock);
+  int64_t end = unmoved_end(s);
+  pthread_mutex_unlock(&s->lock);
+  return end;
+}
+
 void aggio__stage_fail(struct aggio__store *st, const struct aggio__err *e) {
   struct stage *s = sg(st);
   pthread_mutex_lock(&s->lock);

@@ -115,6 +115,11 @@ static int detach(const char *log) {
   if (pid > 0)
     _exit(0);
   setsid();
+  /* descriptors the program left open (MPICH's launcher waits for the
+   * end of its pipes: it would wait for the drain) */
+  long max = sysconf(_SC_OPEN_MAX);
+  for (int fd = 3; fd < (max > 0 && max < 65536 ? max : 65536); fd++)
+    close(fd);
   int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
   int out = log ? open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600)
                 : open("/dev/null", O_WRONLY | O_CLOEXEC);
@@ -153,6 +158,11 @@ int main(int argc, char **argv) {
   }
   int worst = 0;
   for (int i = first; i < argc; i++) {
+    struct stat sb;
+    /* started by a close: another close's drainer, or the next open, may
+     * have drained it all already (a missing DIR is an error by hand) */
+    if (detached && stat(argv[i], &sb) != 0 && errno == ENOENT)
+      continue;
     int rc = has_manifest(argv[i]) ? drain_one(argv[i]) : drain_root(argv[i]);
     worst = rc > worst ? rc : worst;
   }

@@ -18,6 +18,10 @@
  *           the bytes, and the next open writes them (the file is whole).
  *   atomic  set_atomicity(1) moves what is staged and writes through;
  *           set_size cuts staged bytes too (none come back at close).
+ *   size    set_size past every staged byte (HDF5 sets its end of
+ *           allocation at each flush and close) leaves the bytes staged
+ *           (drain at_close: the file has the new size and none of them
+ *           yet); close writes them; the file equals the MPI library's.
  *   order   writes of different ranks to the same bytes ordered by a
  *           barrier only, as HDF5 writes fill values from rank 0 and then
  *           the data from every rank: once over a collective write, once
@@ -33,7 +37,7 @@
  *           itself: the file is whole when close returns.
  *
  * aggio-test-ranks: 1 2 4
- * aggio-test-parts: modes sync fail atomic order detach
+ * aggio-test-parts: modes sync fail atomic size order detach
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -453,6 +457,41 @@ static void part_atomic(void) {
   drained_everywhere("atomic");
 }
 
+static void part_size(void) {
+  char ref[700], path[700];
+  snprintf(ref, sizeof ref, "%s/stage.size.ref", dir);
+  snprintf(path, sizeof path, "%s/stage.size", dir);
+  MPI_Offset size = block_off(1, 0, 0) + 1000; /* past round 0 */
+  MPI_File f;
+  if (rank == 0) {
+    unlink(ref);
+    unlink(path);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  MPI_File_open(MPI_COMM_WORLD, ref, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &f);
+  round_write(&via_mpi, &f, 0);
+  MPI_File_set_size(f, size);
+  MPI_File_close(&f);
+  aggio_file fh = open_staged(path, MPI_MODE_CREATE | MPI_MODE_RDWR, "at_close", "final");
+  if (!fh)
+    return;
+  CHECK(round_write(&via_aggio, &fh, 0) == AGGIO_SUCCESS, "size: round 0");
+  CHECK(aggio_file_set_size(fh, size) == AGGIO_SUCCESS, "size: set_size");
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0)
+    CHECK(file_size(path) == size, "size: the file is %lld bytes after set_size, not %lld",
+          (long long)file_size(path), (long long)size);
+  CHECK(stage_files(".index") == nprocs, "size: set_size past the staged bytes moved them "
+        "(%d index files left, not %d)", stage_files(".index"), nprocs);
+  MPI_Offset got = 0;
+  aggio_file_get_size(fh, &got);
+  CHECK(got == size, "size: get_size %lld, not %lld", (long long)got, (long long)size);
+  MPI_Barrier(MPI_COMM_WORLD);
+  CHECK(aggio_file_close(&fh) == AGGIO_SUCCESS, "size: close");
+  same_files(path, ref, "set_size past the staged bytes");
+  drained_everywhere("size");
+}
+
 static void part_order(void) {
   char ref[700], path[700];
   snprintf(ref, sizeof ref, "%s/stage.order.ref", dir);
@@ -556,6 +595,8 @@ int main(int argc, char **argv) {
     part_atomic();
   else if (strcmp(part, "order") == 0)
     part_order();
+  else if (strcmp(part, "size") == 0)
+    part_size();
   else if (strcmp(part, "detach") == 0)
     part_detach();
   else
