@@ -353,20 +353,27 @@ def test_fill_values_then_data_from_another_rank(tmp_path):
                                           (200, b"h" * 8)])
 
 
-def test_writes_of_many_ranks_replay_in_the_order_they_were_made(tmp_path):
-    """Random overlapping writes of four ranks between the same syncs, made
-    one after the other by one clock: the drained file is the file those
-    writes make in that order, whatever each writer's seq."""
-    rng = random.Random(28)
-    final = tmp_path / "out"
-    d = make_stage(tmp_path / "stage", final)
+def random_stage(d, seed, n, span):
+    """n random overlapping writes of four ranks between the same syncs,
+    made one after the other by one clock, some after a collective call:
+    [(offset, bytes)] in the order they were made."""
+    rng = random.Random(seed)
     writers = [Writer(d, 4, r) for r in range(4)]
     writes, calls = [], 0
-    for k in range(200):
+    for k in range(n):
         calls += rng.random() < 0.1
-        offset, data = rng.randrange(4000), pattern(rng.randrange(1, 300), k)
+        offset, data = rng.randrange(span), pattern(rng.randrange(1, 300), k)
         rng.choice(writers).write(offset, data, calls=calls)
         writes.append((offset, data))
+    return writes
+
+
+def test_writes_of_many_ranks_replay_in_the_order_they_were_made(tmp_path):
+    """The drained file of a random four-rank stage is the file its writes
+    make in the order they were made, whatever each writer's seq."""
+    final = tmp_path / "out"
+    d = make_stage(tmp_path / "stage", final)
+    writes = random_stage(d, 28, 200, 4000)
     assert run("drain", d) == 0
     assert final.read_bytes() == applied(writes)
 
@@ -377,22 +384,14 @@ C_DRAINER = os.environ.get("AGGIO_STAGE_DRAINER") or _built("aggio-stage-drain",
 @pytest.mark.skipif(not C_DRAINER, reason="aggio-stage-drain (C) is not built "
                                           "(scripts/build openmpi)")
 def test_the_c_drainer_replays_as_the_tool_does(tmp_path):
-    """The same random stage of four ranks (overlapping writes, collective
-    calls, clocks) drained by `aggio stage drain` and by the library's
-    drainer, aggio-stage-drain: the same file, both the writes' order."""
-    rng = random.Random(2028)
-    finals, writes = [], []
+    """The same random stage drained by `aggio stage drain` and by the
+    library's drainer, aggio-stage-drain: the same file, both in the
+    writes' order."""
+    finals = []
     for who in ("python", "c"):
         final = tmp_path / ("out." + who)
         d = make_stage(tmp_path / ("stage." + who), final)
-        writers = [Writer(d, 4, r) for r in range(4)]
-        rng.seed(2028)
-        writes, calls = [], 0
-        for k in range(150):
-            calls += rng.random() < 0.1
-            offset, data = rng.randrange(6000), pattern(rng.randrange(1, 400), k)
-            rng.choice(writers).write(offset, data, calls=calls)
-            writes.append((offset, data))
+        writes = random_stage(d, 2028, 150, 6000)
         if who == "python":
             assert run("drain", d) == 0
         else:

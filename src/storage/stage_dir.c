@@ -390,11 +390,16 @@ int aggio__stage_spawn_drainer(const char *drainer, const char *dir, const char 
   return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : ECHILD;
 }
 
-/* Removes dir's files, whatever session wrote them, and dir. */
+/* Removes dir's files, whatever session wrote them, and dir: under the
+ * lock, so that a drainer still replaying it (aggio_stage_drain=detach)
+ * finishes first and cannot bring the deleted file back. */
 void aggio__stage_remove_dir(const char *dir) {
+  int lk = aggio__stage_lock(dir);
   DIR *d = opendir(dir);
-  if (!d)
+  if (!d) {
+    aggio__stage_unlock(lk);
     return;
+  }
   struct dirent *ent;
   char p[PATH_MAX + 256];
   while ((ent = readdir(d)))
@@ -404,6 +409,7 @@ void aggio__stage_remove_dir(const char *dir) {
     }
   closedir(d);
   rmdir(dir);
+  aggio__stage_unlock(lk);
 }
 
 void aggio__stage_remove(const char *stage_dir, const char *path) {

@@ -34,7 +34,8 @@ int aggio__stage_replay(const char *dir, const char *final, const char *mine);
  * LD_PRELOAD, and waits until it has detached (it forks, its first
  * process exits): 0 once the detached one runs, else an errno value. */
 int aggio__stage_spawn_drainer(const char *drainer, const char *dir, const char *log);
-/* Removes dir's files, whatever session wrote them, and dir. */
+/* Removes dir's files, whatever session wrote them, and dir, under its
+ * lock (waiting for a drainer at work on it). */
 void aggio__stage_remove_dir(const char *dir);
 /* path with its directory made absolute (the file itself may not exist). */
 int aggio__stage_absolute(const char *path, char *out, size_t len);

@@ -40,7 +40,8 @@ static void say(const char *fmt, const char *a, const char *b, const char *c) {
   fflush(stdout);
 }
 
-/* The final file dir's manifest names: 0, or 2 with why said. */
+/* The final file dir's manifest names: 0; 2 with why said; -1 when dir
+ * is gone (nothing to drain). */
 static int final_of(const char *dir, char *final, size_t len) {
   char path[PATH_MAX + 16], text[PATH_MAX + 1024], msg[256];
   snprintf(path, sizeof path, "%s/manifest", dir);
@@ -49,6 +50,9 @@ static int final_of(const char *dir, char *final, size_t len) {
   int err = errno;
   if (fd >= 0)
     close(fd);
+  struct stat sb;
+  if (n < 0 && stat(dir, &sb) != 0 && errno == ENOENT)
+    return -1; /* gone meanwhile: drained by another, or deleted */
   if (n < 0) {
     say("%s: no manifest: %s%s", dir, strerror(err), "");
     return 2;
@@ -65,7 +69,7 @@ static int drain_one(const char *dir) {
   char final[PATH_MAX];
   int rc = final_of(dir, final, sizeof final);
   if (rc != 0)
-    return rc;
+    return rc < 0 ? 0 : rc;
   int err = aggio__stage_replay(dir, final, "");
   if (err != 0) {
     say("%s -> %s: %s (the stage files stay: run aggio-stage-drain again)", dir, final,

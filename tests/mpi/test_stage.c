@@ -34,7 +34,9 @@
  *           the file then becomes the reference's, the stage goes, and
  *           the drainer's log says so.  With no drainer to be found
  *           (AGGIO_STAGE_DRAINER names none), close writes the stage
- *           itself: the file is whole when close returns.
+ *           itself: the file is whole when close returns.  And
+ *           MPI_File_delete right after such a close waits for the
+ *           drainer: the deleted file does not come back.
  *
  * aggio-test-ranks: 1 2 4
  * aggio-test-parts: modes sync fail atomic size order detach
@@ -51,6 +53,7 @@
 
 #include "harness.h"
 #include "internal.h"
+#include "stage_log.h"
 
 #define BLK 5000 /* bytes per block; blocks interleave rank by rank */
 #define NBLK 24  /* blocks per rank per collective write */
@@ -457,11 +460,11 @@ static void part_atomic(void) {
   drained_everywhere("atomic");
 }
 
-static void part_size(void) {
-  char ref[700], path[700];
-  snprintf(ref, sizeof ref, "%s/stage.size.ref", dir);
-  snprintf(path, sizeof path, "%s/stage.size", dir);
-  MPI_Offset size = block_off(1, 0, 0) + 1000; /* past round 0 */
+/* A part's file and its reference file, both made anew; the reference
+ * opened through the MPI library's MPI-IO. */
+static MPI_File fresh_pair(const char *name, char ref[700], char path[700]) {
+  snprintf(ref, 700, "%s/stage.%s.ref", dir, name);
+  snprintf(path, 700, "%s/stage.%s", dir, name);
   MPI_File f;
   if (rank == 0) {
     unlink(ref);
@@ -469,6 +472,13 @@ static void part_size(void) {
   }
   MPI_Barrier(MPI_COMM_WORLD);
   MPI_File_open(MPI_COMM_WORLD, ref, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &f);
+  return f;
+}
+
+static void part_size(void) {
+  char ref[700], path[700];
+  MPI_Offset size = block_off(1, 0, 0) + 1000; /* past round 0 */
+  MPI_File f = fresh_pair("size", ref, path);
   round_write(&via_mpi, &f, 0);
   MPI_File_set_size(f, size);
   MPI_File_close(&f);
@@ -494,15 +504,7 @@ static void part_size(void) {
 
 static void part_order(void) {
   char ref[700], path[700];
-  snprintf(ref, sizeof ref, "%s/stage.order.ref", dir);
-  snprintf(path, sizeof path, "%s/stage.order", dir);
-  MPI_File f;
-  if (rank == 0) {
-    unlink(ref);
-    unlink(path);
-  }
-  MPI_Barrier(MPI_COMM_WORLD);
-  MPI_File_open(MPI_COMM_WORLD, ref, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &f);
+  MPI_File f = fresh_pair("order", ref, path);
   order_calls(&via_mpi, &f, 0);
   MPI_File_close(&f);
   aggio_file fh = open_staged(path, MPI_MODE_CREATE | MPI_MODE_RDWR, "background", "final");
@@ -514,18 +516,6 @@ static void part_order(void) {
   drained_everywhere("order");
 }
 
-static int log_says_drained(void) {
-  char path[700], line[2048];
-  snprintf(path, sizeof path, "%s/aggio-stage-drain.log", stage);
-  FILE *f = fopen(path, "r");
-  int found = 0;
-  while (f && fgets(line, sizeof line, f))
-    found |= strstr(line, ": drained") != NULL;
-  if (f)
-    fclose(f);
-  return found;
-}
-
 /* The detached drainer's work, seen from rank 0: the file equals the
  * reference and the stage is gone, within 30 s. */
 static void wait_for_drainer(const char *path, const char *ref) {
@@ -535,7 +525,7 @@ static void wait_for_drainer(const char *path, const char *ref) {
       int64_t n = 0, m = 0;
       unsigned char *a = slurp(path, &n), *b = slurp(ref, &m);
       done = a && b && n == m && memcmp(a, b, (size_t)n) == 0 && stage_empty() &&
-             log_says_drained();
+             stage_log_says_drained(stage);
       free(a);
       free(b);
       if (!done)
@@ -569,6 +559,22 @@ static void part_detach(void) {
       wait_for_drainer(path, ref);
     }
   }
+  /* delete right after close: the drainer must not bring the file back */
+  snprintf(path, sizeof path, "%s/stage.detach-deleted", dir);
+  aggio_file fh = open_staged(path, MPI_MODE_CREATE | MPI_MODE_RDWR, "detach", "final");
+  if (!fh)
+    return;
+  CHECK(round_write(&via_aggio, &fh, 0) == AGGIO_SUCCESS, "detach: round 0");
+  CHECK(aggio_file_close(&fh) == AGGIO_SUCCESS, "detach: close");
+  MPI_Info info = stage_info("detach", "final");
+  if (rank == 0)
+    CHECK(aggio_file_delete(path, info) == AGGIO_SUCCESS, "detach: delete");
+  MPI_Info_free(&info);
+  MPI_Barrier(MPI_COMM_WORLD);
+  usleep(1000000);
+  if (rank == 0)
+    CHECK(file_size(path) < 0 && stage_empty(), "detach: %s came back after its delete "
+          "(%lld bytes)", path, (long long)file_size(path));
 }
 
 int main(int argc, char **argv) {

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "mpiio_common.h"
+#include "stage_log.h"
 
 #define BLOCK 65536
 #define SEGMENTS 6
@@ -133,16 +134,11 @@ int main(int argc, char **argv) {
   MPI_Barrier(MPI_COMM_WORLD);
   if (rank == 0) {
     MPI_OWN(File_delete)(path, MPI_INFO_NULL);
-    char log[800], line[2048];
+    char log[800];
     snprintf(log, sizeof log, "%s/aggio-stage-drain.log", stage);
-    FILE *f = fopen(log, "r");
-    int drained = 0;
-    while (f && fgets(line, sizeof line, f))
-      drained |= strstr(line, ": drained") != NULL;
-    if (f)
-      fclose(f);
     if (aggio && !strcmp(drain, "detach"))
-      CHECK(drained, "detach: the drainer's log %s says nothing was drained", log);
+      CHECK(stage_log_says_drained(stage), "detach: the drainer's log %s says nothing "
+            "was drained", log);
     unlink(log);
     rmdir(stage);
   }
