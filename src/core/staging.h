@@ -6,6 +6,8 @@
 #ifndef AGGIO_STAGING_H
 #define AGGIO_STAGING_H
 
+#include <stdio.h>
+
 #include "internal.h"
 
 /* At open, after the back end and subfiling were chosen (collective):
