@@ -98,19 +98,20 @@ static int background(const struct aggio__store *st) {
   return st->stage.drain == AGGIO_STAGE_BACKGROUND || st->stage.drain == AGGIO_STAGE_DETACH;
 }
 
-/* A new record's time: the clock (comparable across a node's processes,
- * and across nodes as far as their clocks agree), never before the last. */
-static uint64_t age_now(uint64_t last) {
+/* The wall clock in nanoseconds since 1970 (comparable across a node's
+ * processes, and across nodes as far as their clocks agree). */
+static uint64_t wall_ns(void) {
   struct timespec t;
   clock_gettime(CLOCK_REALTIME, &t);
-  uint64_t ns = (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-  return ns > last ? ns : last;
+  return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
-static double wall(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_REALTIME, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+static double wall(void) { return 1e-9 * (double)wall_ns(); }
+
+/* A new record's time: the clock, never before the last record's. */
+static uint64_t age_now(uint64_t last) {
+  uint64_t ns = wall_ns();
+  return ns > last ? ns : last;
 }
 
 /* ---- this rank's stage files --------------------------------------------------- */
@@ -747,12 +748,7 @@ static int64_t st_unwritten(struct aggio__store *st, char *msg, size_t len) {
 
 static int st_size(struct aggio__store *st, int64_t *size, struct aggio__err *e) {
   struct stage *s = sg(st);
-  int64_t n = 0, end = 0;
-  if (s) {
-    pthread_mutex_lock(&s->lock);
-    end = unmoved_end(s);
-    pthread_mutex_unlock(&s->lock);
-  }
+  int64_t n = 0, end = s ? aggio__stage_end(st) : 0;
   if (s && s->final.ops->size(&s->final, &n, e) != 0)
     return e->code;
   *size = n > end ? n : end;

@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,12 +31,16 @@
 #include "stage_dir.h"
 #include "stage_format.h"
 
-static void say(const char *fmt, const char *a, const char *b, const char *c) {
+/* A line of the log: the time, the drainer's pid, the message. */
+static void say(const char *fmt, ...) {
   char when[32];
   time_t now = time(NULL);
   strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", localtime(&now));
   printf("%s aggio-stage-drain[%ld]: ", when, (long)getpid());
-  printf(fmt, a, b, c);
+  va_list ap;
+  va_start(ap, fmt);
+  vprintf(fmt, ap);
+  va_end(ap);
   printf("\n");
   fflush(stdout);
 }
@@ -54,12 +59,12 @@ static int final_of(const char *dir, char *final, size_t len) {
   if (n < 0 && stat(dir, &sb) != 0 && errno == ENOENT)
     return -1; /* gone meanwhile: drained by another, or deleted */
   if (n < 0) {
-    say("%s: no manifest: %s%s", dir, strerror(err), "");
+    say("%s: no manifest: %s", dir, strerror(err));
     return 2;
   }
   text[n] = '\0';
   if (aggio__stage_manifest_parse(text, final, len, msg, sizeof msg) != 0) {
-    say("%s: a bad manifest: %s%s", dir, msg, "");
+    say("%s: a bad manifest: %s", dir, msg);
     return 2;
   }
   return 0;
@@ -76,7 +81,7 @@ static int drain_one(const char *dir) {
         strerror(err));
     return 1;
   }
-  say("%s -> %s: drained%s", dir, final, "");
+  say("%s -> %s: drained", dir, final);
   return 0;
 }
 
@@ -90,7 +95,7 @@ static int has_manifest(const char *dir) {
 static int drain_root(const char *root) {
   DIR *d = opendir(root);
   if (!d) {
-    say("%s: %s%s", root, strerror(errno), "");
+    say("%s: %s", root, strerror(errno));
     return 2;
   }
   int worst = 0;

@@ -591,20 +591,17 @@ int main(int argc, char **argv) {
   if (rank == 0)
     mkdir(dir, 0700);
   MPI_Barrier(MPI_COMM_WORLD);
-  if (strcmp(part, "modes") == 0)
-    part_modes();
-  else if (strcmp(part, "sync") == 0)
-    part_sync();
-  else if (strcmp(part, "fail") == 0)
-    part_fail();
-  else if (strcmp(part, "atomic") == 0)
-    part_atomic();
-  else if (strcmp(part, "order") == 0)
-    part_order();
-  else if (strcmp(part, "size") == 0)
-    part_size();
-  else if (strcmp(part, "detach") == 0)
-    part_detach();
+  static const struct {
+    const char *name;
+    void (*run)(void);
+  } parts[] = {{"modes", part_modes}, {"sync", part_sync},   {"fail", part_fail},
+               {"atomic", part_atomic}, {"size", part_size}, {"order", part_order},
+               {"detach", part_detach}};
+  size_t p = 0;
+  while (p < sizeof parts / sizeof parts[0] && strcmp(part, parts[p].name) != 0)
+    p++;
+  if (p < sizeof parts / sizeof parts[0])
+    parts[p].run();
   else
     CHECK(0, "no part %s", part);
   MPI_Barrier(MPI_COMM_WORLD);
