@@ -318,6 +318,37 @@ static void test_auto(void) {
   in.striped = 0;
   CHECK(aggio__auto_decide(&inter, &in, why, sizeof why) == AGGIO_AUTO_INDEPENDENT,
         "large interleaved on a local disk -> independent: %s", why);
+  /* PnetCDF's merged record variables: 4 interleaved 256 KiB pieces a rank
+   * per call.  One node, unstriped: each rank writes its own; striped, or
+   * on several nodes: two-phase merges them; 128 KiB pieces: two-phase */
+  int64_t rlo[4], rhi[4];
+  for (int r = 0; r < 4; r++) {
+    rlo[r] = (int64_t)r * (256 << 10);
+    rhi[r] = rlo[r] + (int64_t)(3 * 4 + 1) * (256 << 10);
+  }
+  struct aggio__call_summary recs = reduce_ranges(4, rlo, rhi, 4);
+  recs.bytes = 16 * (256 << 10);
+  recs.pieces = 16;
+  in = auto_in(1, 0, -1);
+  in.wb = 0;
+  CHECK(aggio__auto_decide(&recs, &in, why, sizeof why) == AGGIO_AUTO_INDEPENDENT,
+        "256 KiB interleaved pieces, one node, local disk -> independent: %s", why);
+  CHECK(strstr(why, "interleave on one node") != NULL, "reason: %s", why);
+  in.previous = AGGIO_AUTO_TWO_PHASE; /* hysteresis: stays below 512 KiB */
+  CHECK(aggio__auto_decide(&recs, &in, why, sizeof why) == AGGIO_AUTO_TWO_PHASE,
+        "256 KiB pieces after two_phase stay two_phase: %s", why);
+  in.previous = -1;
+  in.nnodes = 2;
+  CHECK(aggio__auto_decide(&recs, &in, why, sizeof why) == AGGIO_AUTO_TWO_PHASE,
+        "256 KiB interleaved pieces on two nodes -> two_phase: %s", why);
+  in.nnodes = 1;
+  in.striped = 1;
+  CHECK(aggio__auto_decide(&recs, &in, why, sizeof why) == AGGIO_AUTO_TWO_PHASE,
+        "256 KiB interleaved pieces, striped -> two_phase: %s", why);
+  in.striped = 0;
+  recs.bytes = 16 * (128 << 10);
+  CHECK(aggio__auto_decide(&recs, &in, why, sizeof why) == AGGIO_AUTO_TWO_PHASE,
+        "128 KiB interleaved pieces, one node -> two_phase: %s", why);
   /* node-local: several nodes of consecutive ranks, each rank 100 small
    * pieces inside its own region (a subarray's rows, hacc-soa within a
    * rank's block): the nodes' own aggregators merge them */
