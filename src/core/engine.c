@@ -437,6 +437,9 @@ int aggio__step_summarize(struct aggio__op *op) {
                           (concurrent(op) ? AGGIO_SF_CONCURRENT : 0) |
                           (__atomic_exchange_n(&fh->wrote_alone, 0, __ATOMIC_RELAXED)
                                ? AGGIO_SF_INDEPENDENT
+                               : 0) |
+                          (__atomic_load_n(&fh->read_alone, __ATOMIC_RELAXED)
+                               ? AGGIO_SF_READ_ALONE
                                : 0));
   op->mine.held_lo = c.held_lo;
   op->mine.held_hi = c.held_hi;

@@ -48,6 +48,9 @@ enum { AGGIO_STEP_NEXT = 0, AGGIO_STEP_PENDING = 1 };
  * may be written meanwhile, so it must not be read and written back (a
  * read-modify-write would put stale bytes over a write that returned). */
 #define AGGIO_SF_CONCURRENT 16
+/* A rank has read the file independently since it opened it (HDF5's and
+ * PnetCDF's metadata reads): auto's read rule (plan.c). */
+#define AGGIO_SF_READ_ALONE 32
 
 struct aggio__op;
 typedef int (*aggio__step_fn)(struct aggio__op *op);

@@ -149,6 +149,9 @@ int aggio__step_independent(struct aggio__op *op) {
   aggio_file fh = op->fh;
   if (op->err.code != 0 || op->acc.nbytes == 0)
     return aggio__then(op, NULL, AGGIO_P_WRITE);
+  /* auto's read rule counts the program's independent reads (plan.c) */
+  if (!op->acc.is_write)
+    __atomic_store_n(&fh->read_alone, 1, __ATOMIC_RELAXED);
   if (op->blocking && !fh->atomic && held_by_strategy(op)) {
     if (op->acc.is_write)
       __atomic_store_n(&fh->wrote_alone, 1, __ATOMIC_RELAXED);

@@ -128,6 +128,7 @@ struct aggio_file_s {
   int atomic;             /* MPI atomic mode (aggio_file_set_atomicity) */
   long group_lock;        /* Lustre group-lock id this rank holds (lustre_lock.h), 0 none */
   int wrote_alone;        /* an independent write since the last collective call */
+  int read_alone;         /* an independent read since the open (auto's read rule) */
   struct aggio__store st;  /* the storage back end and what it learnt at
                             * open: opened, direct I/O, block (storage.h) */
   struct aggio__faults *faults; /* AGGIO_FAULTS for tests, or NULL */

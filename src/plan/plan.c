@@ -413,35 +413,10 @@ static int64_t threshold(int64_t base, int previous, int choice) {
 
 static int64_t max64_1(int64_t a) { return a > 0 ? a : 1; }
 
-int aggio__auto_decide(const struct aggio__call_summary *s, const struct aggio__auto_in *in,
-                       char *why, size_t whylen) {
-  if (in->wb == 1 && in->wb_usable && !in->no_indep_rw) {
-    snprintf(why, whylen, "write-behind forced by hints");
-    return AGGIO_AUTO_WRITE_BEHIND;
-  }
-  if (in->cb == 1 || in->no_indep_rw) {
-    snprintf(why, whylen, "collective buffering forced by hints");
-    return AGGIO_AUTO_TWO_PHASE;
-  }
-  if (in->cb == 0) {
-    snprintf(why, whylen, "collective buffering disabled by hints");
-    return AGGIO_AUTO_INDEPENDENT;
-  }
-  int64_t avg = s->pieces ? s->bytes / s->pieces : 0;
-  int64_t per_node = s->bytes / max64_1(in->nnodes);
-  int interleaved = aggio__summary_interleaved(s);
-  /* 1. Small requests in small calls: accumulating consecutive calls'
-   *    data into whole blocks beats handling each call alone (ior-hard,
-   *    4 KiB calls).  Not where a node's cache would hold parts of
-   *    stripes other nodes write too. */
-  int cache_ok = in->wb != 0 && in->wb_usable && !(in->striped && in->nnodes > 1);
-  int64_t wb_small = threshold(AGGIO_AUTO_WB_SMALL, in->previous, AGGIO_AUTO_WRITE_BEHIND);
-  if (cache_ok && s->pieces > 0 && avg < wb_small && per_node <= in->cache_bytes / 4) {
-    snprintf(why, whylen, "small requests in small calls (avg %lld bytes < %lld, %lld bytes "
-             "per node); the node cache accumulates them", (long long)avg, (long long)wb_small,
-             (long long)per_node);
-    return AGGIO_AUTO_WRITE_BEHIND;
-  }
+/* Rules 2 to 4 of aggio__auto_decide: where the node cache does not take
+ * the call. */
+static int decide_large(const struct aggio__call_summary *s, const struct aggio__auto_in *in,
+                        int64_t avg, int interleaved, char *why, size_t whylen) {
   /* 2. Small pieces (several per rank, or sharing stripes) on several
    *    nodes whose ranks' ranges lie apart, each node holding consecutive
    *    ranks: each node's data is then one region of the file, so the
@@ -489,6 +464,52 @@ int aggio__auto_decide(const struct aggio__call_summary *s, const struct aggio__
     snprintf(why, whylen, "%s requests (avg %lld bytes)%s", avg < small ? "contiguous" : "large",
              (long long)avg, in->striped ? ", ranks do not interleave" : "");
   return AGGIO_AUTO_INDEPENDENT;
+}
+
+int aggio__auto_decide(const struct aggio__call_summary *s, const struct aggio__auto_in *in,
+                       char *why, size_t whylen) {
+  if (in->wb == 1 && in->wb_usable && !in->no_indep_rw) {
+    snprintf(why, whylen, "write-behind forced by hints");
+    return AGGIO_AUTO_WRITE_BEHIND;
+  }
+  if (in->cb == 1 || in->no_indep_rw) {
+    snprintf(why, whylen, "collective buffering forced by hints");
+    return AGGIO_AUTO_TWO_PHASE;
+  }
+  if (in->cb == 0) {
+    snprintf(why, whylen, "collective buffering disabled by hints");
+    return AGGIO_AUTO_INDEPENDENT;
+  }
+  int64_t avg = s->pieces ? s->bytes / s->pieces : 0;
+  int64_t per_node = s->bytes / max64_1(in->nnodes);
+  int interleaved = aggio__summary_interleaved(s);
+  /* 1. Small requests in small calls: accumulating consecutive calls'
+   *    data into whole blocks beats handling each call alone (ior-hard,
+   *    4 KiB calls).  Not where a node's cache would hold parts of
+   *    stripes other nodes write too. */
+  int cache_ok = in->wb != 0 && in->wb_usable && !(in->striped && in->nnodes > 1);
+  int64_t wb_small = threshold(AGGIO_AUTO_WB_SMALL, in->previous, AGGIO_AUTO_WRITE_BEHIND);
+  /* Reads: not when the program also reads the file independently (HDF5's
+   * object headers, PnetCDF's header).  Such reads send the cache's loads
+   * through the page cache (cache.c), where one I/O thread loads what
+   * every rank's own buffered reads fetch in parallel: through HDF5 and
+   * PnetCDF the ranks' own reads of ior-hard's records were 1.3-1.9x
+   * faster (docs/strategies.md). */
+  int cache_fits = cache_ok && s->pieces > 0 && avg < wb_small && per_node <= in->cache_bytes / 4;
+  if (cache_fits && !in->is_write && in->mixed_reads) {
+    int choice = decide_large(s, in, avg, interleaved, why, whylen);
+    size_t used = strlen(why);
+    snprintf(why + used, whylen - used, "; small reads of a file also read independently: "
+             "not through the node cache");
+    return choice;
+  }
+  if (cache_fits) {
+    snprintf(why, whylen, "small requests in small calls (avg %lld bytes < %lld, %lld bytes "
+             "per node); the node cache accumulates them", (long long)avg, (long long)wb_small,
+             (long long)per_node);
+    return AGGIO_AUTO_WRITE_BEHIND;
+  }
+  return decide_large(s, in, avg, interleaved, why, whylen);
 }
 
 /* ---- the write path the hints ask for --------------------------------------- */

@@ -79,6 +79,7 @@ struct aggio__auto_in {
                      * stripes no node's region matches */
   int64_t cache_bytes; /* the node cache's size per aggregator */
   int previous;     /* the file's last choice, or -1 */
+  int mixed_reads;  /* a rank has also read the file independently (agreed) */
 };
 
 /* Picks the strategy of one collective call from the agreed summary.

@@ -264,6 +264,21 @@ static void test_auto(void) {
   CHECK(aggio__auto_decide(&hard, &in, why, sizeof why) == AGGIO_AUTO_WRITE_BEHIND,
         "ior-hard -> write-behind: %s", why);
   CHECK(strstr(why, "small requests") != NULL, "reason: %s", why);
+  /* its reads: through the node cache, unless the program also reads the
+   * file independently (HDF5, PnetCDF): then each rank reads its own;
+   * writes keep the cache either way */
+  in = auto_in(0, 0, -1);
+  CHECK(aggio__auto_decide(&hard, &in, why, sizeof why) == AGGIO_AUTO_WRITE_BEHIND,
+        "ior-hard read -> write-behind's cache: %s", why);
+  in.mixed_reads = 1;
+  CHECK(aggio__auto_decide(&hard, &in, why, sizeof why) == AGGIO_AUTO_INDEPENDENT,
+        "ior-hard read with independent reads mixed in -> independent: %s", why);
+  CHECK(strstr(why, "also read independently") != NULL, "reason: %s", why);
+  in = auto_in(1, 0, -1);
+  in.mixed_reads = 1;
+  CHECK(aggio__auto_decide(&hard, &in, why, sizeof why) == AGGIO_AUTO_WRITE_BEHIND,
+        "ior-hard write with independent reads mixed in -> write-behind: %s", why);
+  in = auto_in(1, 0, -1);
   /* without the cache, adjacent single records: independent on a local
    * disk, two-phase on a striped one (they share stripes) */
   in.wb = 0;
@@ -293,6 +308,14 @@ static void test_auto(void) {
   few.pieces = 40;
   CHECK(aggio__auto_decide(&few, &in, why, sizeof why) == AGGIO_AUTO_WRITE_BEHIND,
         "small interleaved call -> write-behind: %s", why);
+  /* read with independent reads mixed in: the interleaved pieces go to
+   * two-phase, as without the cache */
+  in.is_write = 0;
+  in.mixed_reads = 1;
+  CHECK(aggio__auto_decide(&few, &in, why, sizeof why) == AGGIO_AUTO_TWO_PHASE,
+        "small interleaved read, mixed reads -> two_phase: %s", why);
+  in.is_write = 1;
+  in.mixed_reads = 0;
   /* several nodes on a striped file system: no node cache */
   in.striped = 1;
   in.nnodes = 4;

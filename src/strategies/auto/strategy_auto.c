@@ -94,6 +94,7 @@ static const struct aggio__strategy_ops *auto_choose(aggio_file fh, const struct
       .subfiled = fh->st.subfiles > 1,
       .cache_bytes = cache_bytes(fh),
       .previous = fh->auto_previous,
+      .mixed_reads = (op->sum.flags & AGGIO_SF_READ_ALONE) != 0,
   };
   /* Every rank holds the same previous choice: it came from the same
    * agreed summaries. */
