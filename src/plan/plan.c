@@ -456,9 +456,9 @@ static int decide_large(const struct aggio__call_summary *s, const struct aggio_
              (long long)avg);
     return AGGIO_AUTO_TWO_PHASE;
   }
-  if (interleaved || s->most_pieces > 1)
+  if (interleaved) /* not striped: that returned above */
     snprintf(why, whylen, "requests of avg %lld bytes (>= %lld) interleave on %s; each rank "
-             "writes its own", (long long)avg, (long long)small,
+             "does its own I/O", (long long)avg, (long long)small,
              in->nnodes == 1 ? "one node of an unstriped file system" : "an unstriped file system");
   else
     snprintf(why, whylen, "%s requests (avg %lld bytes)%s", avg < small ? "contiguous" : "large",
