@@ -219,6 +219,7 @@ static void release(aggio_file fh) {
   if (fh->st.ops)
     fh->st.ops->release(&fh->st);
   drop_view(&fh->view);
+  aggio__staging_free(fh);
   aggio__topology_free(fh);
   if (fh->obs.trace)
     aggio__trace_free(fh->obs.trace);
@@ -366,7 +367,7 @@ int aggio_file_open(MPI_Comm comm, const char *filename, int amode,
   if (aggio__hints_check_same(fh->comm, &fh->hints, fh->rank, &e) == 0 &&
       choose_storage(fh, &e) == 0 && aggio__topology(fh, &e) == 0) {
     aggio__subfiling_resolve(fh);
-    aggio__staging_resolve(fh);
+    aggio__staging_resolve(fh, &e);
   }
   if (aggio__agree(fh->comm, &e) == 0)
     open_everywhere(fh, &e);

@@ -37,6 +37,7 @@ static int choice(struct aggio__hint_value *h, const char *const *names, int n,
 static const char *const drains[] = {"background", "at_close", "none", "detach"}; /* enum */
 static const char *const syncs[] = {"stage", "final"};                   /* 1: final */
 static const char *const checksums[] = {"record", "data", "auto"};       /* 2: auto */
+static const char *const merges[] = {"rank", "node"};                    /* 1: node */
 
 /* The open's session: rank 0's clock in microseconds, so that the
  * sessions of a stage directory sort by age (docs/staging.md). */
@@ -84,15 +85,49 @@ int aggio__staging_choose(aggio_file fh, struct aggio__err *e) {
   return 0;
 }
 
-void aggio__staging_resolve(aggio_file fh) {
+/* aggio_stage_merge=node: this node's ranks, lowest first (the order of
+ * fh->topo.node_comm), when there are two or more; 0, or -1 out of memory. */
+static int node_ranks(aggio_file fh, struct aggio__err *e) {
+  struct aggio__stage_conf *c = &fh->st.stage;
+  int node = fh->topo.node_of_rank[fh->rank], n = 0;
+  for (int r = 0; r < fh->nprocs; r++)
+    n += fh->topo.node_of_rank[r] == node;
+  if (n < 2)
+    return 0;
+  c->node_ranks = aggio__malloc(fh, (size_t)n * sizeof *c->node_ranks);
+  c->node_counts = aggio__malloc(fh, (size_t)n * sizeof *c->node_counts);
+  if (!c->node_ranks || !c->node_counts)
+    return aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: out of memory", fh->rank);
+  for (int r = 0; r < fh->nprocs; r++)
+    if (fh->topo.node_of_rank[r] == node)
+      c->node_ranks[c->nnode++] = r;
+  c->merge = 1;
+  return 0;
+}
+
+int aggio__staging_resolve(aggio_file fh, struct aggio__err *e) {
   if (!aggio__staged(fh))
-    return;
+    return 0;
   int on_node = 1;
   if (fh->topo.node_comm != MPI_COMM_NULL)
     MPI_Comm_size(fh->topo.node_comm, &on_node);
+  int merge = choice(&fh->hints.stage_merge, merges, 2, 1, "not node or rank: node used");
+  if (merge && fh->topo.node_of_rank && fh->topo.node_comm != MPI_COMM_NULL &&
+      node_ranks(fh, e) != 0)
+    return e->code;
+  /* merged, the node's first rank runs all the node's movers */
   int64_t m = fh->hints.stage_movers.num > 0 ? fh->hints.stage_movers.num : 1;
-  int64_t mine = (m + on_node - 1) / on_node;
+  int64_t mine = fh->st.stage.merge ? m : (m + on_node - 1) / on_node;
   fh->st.stage.movers = (int)(mine < 1 ? 1 : mine > 64 ? 64 : mine);
+  return 0;
+}
+
+void aggio__staging_free(aggio_file fh) {
+  free(fh->st.stage.node_ranks);
+  free(fh->st.stage.node_counts);
+  fh->st.stage.node_ranks = NULL;
+  fh->st.stage.node_counts = NULL;
+  fh->st.stage.merge = fh->st.stage.nnode = 0;
 }
 
 int aggio__staged(aggio_file fh) { return fh->st.final_ops != NULL; }

@@ -17,8 +17,14 @@
  * aggio_stage_drain or aggio_stage_sync are marked ignored and the
  * defaults used. */
 int aggio__staging_choose(aggio_file fh, struct aggio__err *e);
-/* After the topology: this process's share of aggio_stage_movers. */
-void aggio__staging_resolve(aggio_file fh);
+/* After the topology: who moves this rank's records (aggio_stage_merge:
+ * the movers of its node's first rank, when the node has two or more of
+ * the file's ranks) and how many movers this process runs
+ * (aggio_stage_movers: all of the node's when it moves for the node, else
+ * its share).  Fails only out of memory. */
+int aggio__staging_resolve(aggio_file fh, struct aggio__err *e);
+/* What resolve allocated (at the handle's release). */
+void aggio__staging_free(aggio_file fh);
 /* The strategy a staged file's calls take (independent: each byte's stage
  * lies on its writer's node), or `wanted` when the file is not staged; an
  * aggio_strategy hint that names another one is marked ignored. */

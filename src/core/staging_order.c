@@ -147,6 +147,27 @@ static void order_failed(aggio_file fh, const struct aggio__err *mine,
     *e = why;
 }
 
+/* aggio_stage_merge=node: the node's first rank learns how many records
+ * each rank of the node made, its movers move them all, and it tells the
+ * others the outcome; then every rank counts its records as moved (or
+ * fails, its records kept).  Collective over the node. */
+static int node_settle(aggio_file fh, struct aggio__err *mine) {
+  const struct aggio__stage_conf *c = &fh->st.stage;
+  int64_t count = aggio__stage_count(&fh->st);
+  MPI_Gather(&count, 1, MPI_INT64_T, c->node_counts, 1, MPI_INT64_T, 0, fh->topo.node_comm);
+  struct aggio__err out = {0};
+  if (c->node_ranks[0] == fh->rank)
+    aggio__stage_node_settle(&fh->st, c->node_counts, &out);
+  MPI_Bcast(&out, (int)sizeof out, MPI_BYTE, 0, fh->topo.node_comm);
+  if (out.code != 0) {
+    if (mine->code == 0)
+      *mine = out;
+    return -1;
+  }
+  aggio__stage_moved_all(&fh->st);
+  return 0;
+}
+
 int aggio__staging_order(aggio_file fh, enum aggio__stage_point at, struct aggio__err *e) {
   if (!aggio__staged(fh) || (at == AGGIO_STAGE_POINT_SYNC && !fh->st.stage.sync_final) ||
       (at == AGGIO_STAGE_POINT_CLOSE && (fh->st.stage.drain == AGGIO_STAGE_NONE ||
@@ -154,7 +175,9 @@ int aggio__staging_order(aggio_file fh, enum aggio__stage_point at, struct aggio
     return e->code;
   struct order o = {.fh = fh, .n = fh->nprocs};
   struct aggio__err mine = {0};
-  o.failed = aggio__stage_settle(&fh->st, &mine) != 0;
+  if (fh->st.stage.merge)
+    o.failed = node_settle(fh, &mine) != 0;
+  o.failed = o.failed || aggio__stage_settle(&fh->st, &mine) != 0;
   int64_t lo, hi;
   order_prepare(&o, &lo, &hi);
   /* failed, -lo, hi, and the highest and lowest ranks with records */

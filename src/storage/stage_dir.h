@@ -10,6 +10,9 @@
 #include <stdint.h>
 
 #define AGGIO_STAGE_MOVE_MAX (8 << 20) /* bytes moved (or replayed) per transfer */
+/* Background movers start a record only once no write was staged for this
+ * long, in seconds (storage_stage.c says why). */
+#define AGGIO_STAGE_QUIET_S 0.005
 
 /* pwrite / pread of all len bytes at off (short transfers retried; a read
  * that meets the end of the file is EIO: a staged byte is missing). */

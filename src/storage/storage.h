@@ -83,6 +83,13 @@ struct aggio__store {
                          * (1), or their own only (0); -1 auto: 0 on a memory
                          * file system, whose stage a node's crash loses whole */
     char session[17];   /* the open's time (rank 0's), the same on every rank */
+    /* aggio_stage_merge=node with two or more of the file's ranks on this
+     * node: the movers of the node's first rank move every rank's records
+     * (stage_node.h), the others have none */
+    int merge;
+    int nnode;          /* with merge: this node's ranks, ... */
+    int *node_ranks;    /* ... lowest first (the first moves), owned by the core */
+    int64_t *node_counts; /* the core's scratch: their records, at each drain */
   } stage;
   /* Atomic mode: the back end holds nothing between calls (set by the
    * core after a flush; a staging back end writes through). */
@@ -219,6 +226,15 @@ int64_t aggio__stage_records(struct aggio__store *st, struct aggio__stage_rec **
 int aggio__stage_rewrite(struct aggio__store *st, int64_t off, int64_t len,
                          struct aggio__err *e);
 void aggio__stage_fail(struct aggio__store *st, const struct aggio__err *e);
+/* With merge (the node's movers): count: the records of this rank's stage
+ * files; node_settle, on the node's first rank only: waits until every
+ * writer's count records (counts in node_ranks' order) are in the final
+ * file (stage_node.h); moved_all, on every rank once that succeeded: all
+ * this rank's records count as moved. */
+int64_t aggio__stage_count(struct aggio__store *st);
+int aggio__stage_node_settle(struct aggio__store *st, const int64_t *counts,
+                             struct aggio__err *e);
+void aggio__stage_moved_all(struct aggio__store *st);
 /* The end of this rank's records not in the final file yet (0: none). */
 int64_t aggio__stage_end(struct aggio__store *st);
 /* aggio_stage_drain=detach, after every rank closed, on one rank per

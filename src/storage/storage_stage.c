@@ -10,7 +10,10 @@
  * or close's, and the records stay on disk for `aggio stage drain`.
  *
  * The directory as a whole (its lock and manifest, the replay of other
- * sessions' records) is stage_dir.c's.
+ * sessions' records) is stage_dir.c's.  With aggio_stage_merge=node a
+ * rank has no movers of its own: those of its node's first process move
+ * every rank's records of the node (stage_node.c), and the core tells
+ * this back end when they have (aggio__stage_moved_all).
  *
  * Chosen by the core (core/staging.c) when aggio_stage_dir names a
  * directory; the core then writes through the independent strategy, so
@@ -37,6 +40,7 @@
 
 #include "stage_dir.h"
 #include "stage_format.h"
+#include "stage_node.h"
 #include "storage.h"
 
 #define MOVERS_MAX 64
@@ -51,7 +55,6 @@
  * the processor beside a computing program that the drain was left to
  * the final sync (compute/checkpoint loop, 2 ranks on 2 cores: 1.02-1.18x
  * the direct run's time, against 0.78-0.83x at the same priority). */
-#define QUIET_S 0.005
 
 enum { REC_WRITING, REC_READY, REC_VOID }; /* a record's state; VOID: its write failed */
 
@@ -82,6 +85,9 @@ struct stage {
   int nmovers, stop;
   int draining;              /* calls waiting for every record to move (with
                               * drain at_close or none, movers move only then) */
+  int merged;                /* the node's movers move this rank's records
+                              * (aggio_stage_merge=node): none of its own */
+  struct aggio__stage_node *node; /* those movers, on the node's first process */
   int failed;                /* a mover failed: nothing more moves */
   struct aggio__err err;     /* its failure */
   uint32_t epoch;            /* syncs so far */
@@ -219,7 +225,7 @@ static int move_run(struct aggio__store *st, int64_t off, int64_t data_off, int6
  * (and at the end).  Lock held. */
 static void note_progress(struct stage *s, int force) {
   double now = wall();
-  if (s->drained_fd < 0 || (!force && now - s->progress_at < PROGRESS_EVERY))
+  if (s->merged || s->drained_fd < 0 || (!force && now - s->progress_at < PROGRESS_EVERY))
     return;
   s->progress_at = now;
   struct aggio__stage_drained d = {(uint64_t)s->moved_prefix, (uint64_t)s->moved_bytes,
@@ -256,7 +262,7 @@ static void *mover_main(void *arg) {
     while (!s->stop && !s->failed && !nomem &&
            ((!background(st) && !s->draining) ||
             s->next >= s->nrec || (end = take(s, s->next)) == s->next ||
-            (!s->draining && (quiet_until = s->last_write + QUIET_S) > wall()))) {
+            (!s->draining && (quiet_until = s->last_write + AGGIO_STAGE_QUIET_S) > wall()))) {
       if (quiet_until > 0) {
         struct timespec t = {(time_t)quiet_until,
                              (long)((quiet_until - (double)(time_t)quiet_until) * 1e9)};
@@ -355,6 +361,15 @@ static int report_failure(struct aggio__store *st, struct aggio__err *e) {
 static int drain_all(struct aggio__store *st, struct aggio__err *e) {
   struct stage *s = sg(st);
   pthread_mutex_lock(&s->lock);
+  if (s->merged) { /* the node's movers did it, at the ordering step before */
+    int rc = report_failure(st, e);
+    if (rc == 0 && s->moved_prefix < s->nrec)
+      rc = aggio__fail(e, AGGIO_ERR_IO, "rank %d: %lld staged writes of %s were not moved "
+                       "by the node's movers; they stay in %s", st->rank,
+                       (long long)(s->nrec - s->moved_prefix), st->path, s->dir);
+    pthread_mutex_unlock(&s->lock);
+    return rc;
+  }
   int rc = s->moved_prefix < s->nrec && !s->failed ? start_movers(st, e) : 0;
   s->draining++;
   pthread_cond_broadcast(&s->cond);
@@ -399,6 +414,20 @@ static int want_data_crc(const char *dir, int hint) {
   return sf.f_type != TMPFS_MAGIC && sf.f_type != RAMFS_MAGIC;
 }
 
+/* aggio_stage_merge=node: the node's movers, on its first rank, from the
+ * open on (a writer's first record may come before this rank's). */
+static int start_node(struct aggio__store *st, struct aggio__err *e) {
+  struct stage *s = sg(st);
+  s->merged = 1;
+  if (st->stage.node_ranks[0] != st->rank)
+    return 0;
+  struct aggio__stage_node_conf c = {&s->final, s->dir, st->stage.session,
+                                     st->stage.node_ranks, st->stage.nnode,
+                                     st->stage.movers, background(st), st->faults};
+  s->node = aggio__stage_node_start(&c, e);
+  return s->node ? 0 : e->code;
+}
+
 static int st_open(struct aggio__store *st, int create, struct aggio__err *e) {
   struct stage *s = st_calloc(st, sizeof *s);
   if (!s)
@@ -433,6 +462,8 @@ static int st_open(struct aggio__store *st, int create, struct aggio__err *e) {
     return aggio__fail(e, aggio__errno_code(rc), "rank %d: %s holds bytes staged for %s "
                        "that could not be written there: %s (aggio stage drain %s)",
                        st->rank, s->dir, st->path, strerror(rc), s->dir);
+  if (st->stage.merge && start_node(st, e) != 0)
+    return e->code;
   st->opened = 1;
   return 0;
 }
@@ -505,7 +536,7 @@ static int stage_write(struct aggio__store *st, const void *buf, int64_t len, in
   pthread_mutex_lock(&s->lock);
   s->rec[seq].state = err ? REC_VOID : REC_READY;
   s->last_write = wall();
-  if (!err && background(st) && s->nmovers == 0 && !s->failed)
+  if (!err && background(st) && !s->merged && s->nmovers == 0 && !s->failed)
     start_movers(st, e); /* none could start: the next flush says so */
   pthread_cond_broadcast(&s->cond);
   pthread_mutex_unlock(&s->lock);
@@ -623,6 +654,35 @@ int aggio__stage_rewrite(struct aggio__store *st, int64_t off, int64_t len,
   return e->code;
 }
 
+int64_t aggio__stage_count(struct aggio__store *st) {
+  struct stage *s = sg(st);
+  pthread_mutex_lock(&s->lock);
+  int64_t n = s->nrec;
+  pthread_mutex_unlock(&s->lock);
+  return n;
+}
+
+int aggio__stage_node_settle(struct aggio__store *st, const int64_t *counts,
+                             struct aggio__err *e) {
+  struct stage *s = sg(st);
+  if (!s->node)
+    return aggio__fail(e, AGGIO_ERR_IO, "rank %d: the node's movers of %s are not running",
+                       st->rank, st->path);
+  return aggio__stage_node_drain(s->node, counts, e);
+}
+
+void aggio__stage_moved_all(struct aggio__store *st) {
+  struct stage *s = sg(st);
+  pthread_mutex_lock(&s->lock);
+  for (int64_t i = s->moved_prefix; i < s->nrec; i++) {
+    if (!s->rec[i].moved && s->rec[i].state == REC_READY)
+      s->moved_bytes += s->rec[i].length;
+    s->rec[i].moved = 1;
+  }
+  s->moved_prefix = s->nrec;
+  pthread_mutex_unlock(&s->lock);
+}
+
 int64_t aggio__stage_end(struct aggio__store *st) {
   struct stage *s = sg(st);
   pthread_mutex_lock(&s->lock);
@@ -704,6 +764,8 @@ static int st_close(struct aggio__store *st, struct aggio__err *e) {
     pthread_mutex_unlock(&s->lock);
   }
   stop_movers(s);
+  aggio__stage_node_stop(s->node);
+  s->node = NULL;
   pthread_mutex_lock(&s->lock);
   close_files(s);
   pthread_mutex_unlock(&s->lock);
@@ -789,6 +851,8 @@ static void st_release(struct aggio__store *st) {
   if (!s)
     return;
   stop_movers(s);
+  aggio__stage_node_stop(s->node);
+  s->node = NULL;
   close_files(s);
   if (s->final.state)
     s->final.ops->release(&s->final);

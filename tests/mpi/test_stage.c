@@ -13,7 +13,8 @@
  *           moves it.  The stage directory is gone at the end.
  *   sync    aggio_stage_sync=stage: the sync leaves the stage files and
  *           the bytes out of the file; close moves them.
- *   fail    the movers' first write to the file fails on the last rank:
+ *   fail    the movers' first write to the file fails, on the last rank
+ *           (aggio_stage_merge=rank) or on the node's mover, rank 0 (node):
  *           close fails on every rank with the same code, the stage keeps
  *           the bytes, and the next open writes them (the file is whole).
  *   atomic  set_atomicity(1) moves what is staged and writes through;
@@ -37,9 +38,15 @@
  *           itself: the file is whole when close returns.  And
  *           MPI_File_delete right after such a close waits for the
  *           drainer: the deleted file does not come back.
+ *   merge   aggio_stage_merge: rank, where each rank's movers write its
+ *           blocks one by one (as many writes as blocks); node, where the
+ *           movers of the node's first rank join every rank's interleaved
+ *           blocks into one run (a few writes); and with an even number
+ *           of ranks node on two emulated nodes (a run per node's blocks).
+ *           The file equals the MPI library's each time.
  *
  * aggio-test-ranks: 1 2 4
- * aggio-test-parts: modes sync fail atomic size order detach
+ * aggio-test-parts: modes sync fail atomic size order detach merge
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -60,6 +67,8 @@
 
 static int rank, nprocs;
 static char dir[512], stage[600];
+static const char *merge = "node";     /* aggio_stage_merge of every open */
+static const char *emulate_nodes = "0"; /* aggio_emulate_nodes */
 
 static unsigned char pat(int salt, int64_t off) {
   return (unsigned char)(1 + (off * 13 + salt * 101) % 251);
@@ -268,6 +277,9 @@ static MPI_Info stage_info(const char *drain, const char *sync) {
   MPI_Info_set(info, "aggio_stage_drain", drain);
   MPI_Info_set(info, "aggio_stage_sync", sync);
   MPI_Info_set(info, "aggio_stage_movers", "2");
+  MPI_Info_set(info, "aggio_stage_merge", merge);
+  MPI_Info_set(info, "aggio_emulate_nodes", emulate_nodes);
+  MPI_Info_set(info, "aggio_stats", "true");
   return info;
 }
 
@@ -381,38 +393,49 @@ static void part_sync(void) {
   drained_everywhere("sync=stage");
 }
 
-static void part_fail(void) {
+/* The movers' first write to the file fails: with merge=rank on the last
+ * rank, with merge=node on the node's mover process (rank 0). */
+static void fail_with(const char *how) {
   char ref[700], path[700], rule[64];
   snprintf(ref, sizeof ref, "%s/stage.fail.ref", dir);
-  snprintf(path, sizeof path, "%s/stage.fail", dir);
+  snprintf(path, sizeof path, "%s/stage.fail.%s", dir, how);
   reference(ref, 1);
   if (rank == 0)
     unlink(path);
   MPI_Barrier(MPI_COMM_WORLD);
+  merge = how;
+  int mover = strcmp(how, "node") == 0 ? 0 : nprocs - 1;
   /* NBLK + 1 staged writes count as pwrite calls; the movers' first write
    * to the file is the next one */
-  snprintf(rule, sizeof rule, "pwrite@%d#%d+", nprocs - 1, NBLK + 2);
+  snprintf(rule, sizeof rule, "pwrite@%d#%d+", mover, NBLK + 2);
   setenv("AGGIO_FAULTS", rule, 1);
   aggio_file fh = open_staged(path, MPI_MODE_CREATE | MPI_MODE_RDWR, "at_close", "final");
   unsetenv("AGGIO_FAULTS");
   if (!fh)
     return;
-  CHECK(round_write(&via_aggio, &fh, 0) == AGGIO_SUCCESS, "writes before the failure");
-  CHECK(rewrite(&via_aggio, &fh) == AGGIO_SUCCESS, "rewrite before the failure");
+  CHECK(round_write(&via_aggio, &fh, 0) == AGGIO_SUCCESS, "%s: writes before the failure",
+        how);
+  CHECK(rewrite(&via_aggio, &fh) == AGGIO_SUCCESS, "%s: rewrite before the failure", how);
   int rc = aggio_file_close(&fh);
   int lo = rc, hi = rc;
   MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  CHECK(rc != AGGIO_SUCCESS && lo == hi, "close after the movers failed: %d (ranks %d..%d)",
-        rc, lo, hi);
+  CHECK(rc != AGGIO_SUCCESS && lo == hi, "%s: close after the movers failed: %d (ranks "
+        "%d..%d)", how, rc, lo, hi);
   MPI_Barrier(MPI_COMM_WORLD);
-  CHECK(stage_files(".index") >= 1, "the failed rank's stage files are gone");
+  CHECK(stage_files(".index") >= 1, "%s: the failed rank's stage files are gone", how);
   MPI_Barrier(MPI_COMM_WORLD);
   fh = open_staged(path, MPI_MODE_RDWR, "at_close", "final"); /* moves them */
   if (fh)
-    CHECK(aggio_file_close(&fh) == AGGIO_SUCCESS, "close after the replay");
+    CHECK(aggio_file_close(&fh) == AGGIO_SUCCESS, "%s: close after the replay", how);
   same_files(path, ref, "after the movers failed and the next open");
   drained_everywhere("fail");
+  merge = "node";
+}
+
+static void part_fail(void) {
+  fail_with("rank");
+  fail_with("node");
 }
 
 static void part_atomic(void) {
@@ -577,6 +600,66 @@ static void part_detach(void) {
           "(%lld bytes)", path, (long long)file_size(path));
 }
 
+/* The file's writes to the final file by movers, summed over the ranks. */
+static int64_t behind_writes(aggio_file fh) {
+  int64_t n = fh->obs.stats ? fh->obs.stats->c[AGGIO_C_BEHIND_WRITES] : -1, all = 0;
+  MPI_Allreduce(&n, &all, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  return all;
+}
+
+/* Round 0 and the rewrite staged with aggio_stage_merge=how on `nodes`
+ * emulated nodes (drain at_close), then sync: the movers' writes to the
+ * file, after checking that the file equals ref. */
+static int64_t merged_round(const char *how, const char *nodes, const char *ref) {
+  char path[700];
+  snprintf(path, sizeof path, "%s/stage.merge.%s.%s", dir, how, nodes);
+  if (rank == 0)
+    unlink(path);
+  MPI_Barrier(MPI_COMM_WORLD);
+  merge = how, emulate_nodes = nodes;
+  aggio_file fh = open_staged(path, MPI_MODE_CREATE | MPI_MODE_RDWR, "at_close", "final");
+  merge = "node", emulate_nodes = "0";
+  if (!fh)
+    return -1;
+  CHECK(round_write(&via_aggio, &fh, 0) == AGGIO_SUCCESS, "merge %s: round 0", how);
+  CHECK(rewrite(&via_aggio, &fh) == AGGIO_SUCCESS, "merge %s: rewrite", how);
+  CHECK(aggio_file_sync(fh) == AGGIO_SUCCESS, "merge %s: sync", how);
+  int64_t n = behind_writes(fh);
+  CHECK(aggio_file_close(&fh) == AGGIO_SUCCESS, "merge %s: close", how);
+  same_files(path, ref, how);
+  drained_everywhere(how);
+  return n;
+}
+
+static void part_merge(void) {
+  char ref[700];
+  snprintf(ref, sizeof ref, "%s/stage.merge.ref", dir);
+  reference(ref, 1);
+  int64_t by_rank = merged_round("rank", "0", ref), by_node = merged_round("node", "0", ref);
+  if (rank == 0)
+    printf("merge: %d blocks: %lld writes to the file with merge=rank, %lld with node\n",
+           NBLK * nprocs, (long long)by_rank, (long long)by_node);
+  if (nprocs == 1) { /* one rank's blocks adjoin: one run either way */
+    CHECK(by_rank >= 1 && by_rank <= 6 && by_node >= 1 && by_node <= 6,
+          "one rank: %lld and %lld writes", (long long)by_rank, (long long)by_node);
+    return;
+  }
+  /* each rank's blocks are apart: one write each; the node's movers join
+   * all ranks' blocks into one run (three writes at most: an unaligned
+   * head and tail around a direct middle), and each rank's rewrite */
+  CHECK(by_rank >= NBLK * nprocs, "merge=rank: %lld writes for %d blocks",
+        (long long)by_rank, NBLK * nprocs);
+  CHECK(by_node >= 1 && by_node <= 3 + 3 * nprocs, "merge=node: %lld writes for %d blocks",
+        (long long)by_node, NBLK * nprocs);
+  if (nprocs >= 4 && nprocs % 2 == 0) { /* two emulated nodes: a run holds one node's ranks' blocks */
+    int64_t two = merged_round("node", "2", ref);
+    if (rank == 0)
+      printf("merge: %lld writes with node on two emulated nodes\n", (long long)two);
+    CHECK(two >= 2 * NBLK && two < NBLK * nprocs + nprocs,
+          "merge=node, two nodes: %lld writes for %d blocks", (long long)two, NBLK * nprocs);
+  }
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   aggio_init();
@@ -596,7 +679,7 @@ int main(int argc, char **argv) {
     void (*run)(void);
   } parts[] = {{"modes", part_modes}, {"sync", part_sync},   {"fail", part_fail},
                {"atomic", part_atomic}, {"size", part_size}, {"order", part_order},
-               {"detach", part_detach}};
+               {"detach", part_detach}, {"merge", part_merge}};
   size_t p = 0;
   while (p < sizeof parts / sizeof parts[0] && strcmp(part, parts[p].name) != 0)
     p++;
