@@ -377,15 +377,14 @@ static void *mover_main(void *arg) {
   pthread_mutex_lock(&nd->lock);
   while (!nd->stop && !nd->failed) {
     int active = nd->background || nd->draining;
-    if (!active) {
-      pthread_cond_wait(&nd->cond, &nd->lock);
-      continue;
-    }
     double now = wall();
+    /* scans run between drains too (drain at_close or none): they let go
+     * of the files a writer removed after a drain, whose space the stage
+     * tier then gets back */
     if (now - nd->scanned_at >= SCAN_EVERY)
       scan(nd);
     int quiet_left = !nd->draining && 1e-9 * (double)nd->newest_ns + AGGIO_STAGE_QUIET_S > now;
-    if (!quiet_left && take_run(nd, mv) > 0) {
+    if (active && !quiet_left && take_run(nd, mv) > 0) {
       pthread_mutex_unlock(&nd->lock);
       struct aggio__err e = {0};
       int rc = move_run(nd, mv, &e);
@@ -398,7 +397,8 @@ static void *mover_main(void *arg) {
       pthread_cond_broadcast(&nd->cond);
       continue;
     }
-    wait_for(nd, pause_for(nd, quiet_left)); /* a drain looks every SCAN_EVERY itself */
+    /* a drain looks every SCAN_EVERY itself */
+    wait_for(nd, active ? pause_for(nd, quiet_left) : POLL_MAX);
   }
   pthread_cond_broadcast(&nd->cond);
   pthread_mutex_unlock(&nd->lock);
