@@ -52,6 +52,16 @@ int aggio__stage_get_all(int fd, void *vbuf, int64_t len, int64_t off) {
   return 0;
 }
 
+void aggio__stage_put_drained(int fd, int64_t records, int64_t bytes, double started,
+                              double now) {
+  if (fd < 0)
+    return;
+  struct aggio__stage_drained d = {(uint64_t)records, (uint64_t)bytes, started, now};
+  unsigned char b[AGGIO_STAGE_DRAINED];
+  aggio__stage_drained_encode(&d, b);
+  (void)aggio__stage_put_all(fd, b, sizeof b, 0);
+}
+
 /* ---- the stage directory ------------------------------------------------------- */
 
 /* mkdir -p, each level 0700: the stage holds the program's data. */

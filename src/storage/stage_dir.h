@@ -18,6 +18,11 @@
  * that meets the end of the file is EIO: a staged byte is missing). */
 int aggio__stage_put_all(int fd, const void *buf, int64_t len, int64_t off);
 int aggio__stage_get_all(int fd, void *buf, int64_t len, int64_t off);
+/* A writer's movers' progress written to its .drained (fd; -1: none):
+ * records moved in order, bytes moved, when the movers started, now.
+ * Progress only: nothing trusts the file, so a failure is ignored. */
+void aggio__stage_put_drained(int fd, int64_t records, int64_t bytes, double started,
+                              double now);
 
 /* mkdir -p, each level 0700 (the stage holds the program's data). */
 int aggio__stage_make_dirs(const char *path);

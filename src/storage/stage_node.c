@@ -183,11 +183,7 @@ static void note_progress(struct peer *p, int force) {
   if (p->drained_fd < 0 || (!force && now - p->progress_at < PROGRESS_EVERY))
     return;
   p->progress_at = now;
-  struct aggio__stage_drained d = {(uint64_t)p->moved_prefix, (uint64_t)p->moved_bytes,
-                                   p->started, now};
-  unsigned char b[AGGIO_STAGE_DRAINED];
-  aggio__stage_drained_encode(&d, b);
-  (void)aggio__stage_put_all(p->drained_fd, b, sizeof b, 0); /* progress only */
+  aggio__stage_put_drained(p->drained_fd, p->moved_prefix, p->moved_bytes, p->started, now);
 }
 
 static void advance_prefix(struct peer *p) {

@@ -228,12 +228,7 @@ static void note_progress(struct stage *s, int force) {
   if (s->merged || s->drained_fd < 0 || (!force && now - s->progress_at < PROGRESS_EVERY))
     return;
   s->progress_at = now;
-  struct aggio__stage_drained d = {(uint64_t)s->moved_prefix, (uint64_t)s->moved_bytes,
-                                   s->started, now};
-  unsigned char b[AGGIO_STAGE_DRAINED];
-  aggio__stage_drained_encode(&d, b);
-  /* progress only: never trusted, so a failure is harmless */
-  (void)aggio__stage_put_all(s->drained_fd, b, sizeof b, 0);
+  aggio__stage_put_drained(s->drained_fd, s->moved_prefix, s->moved_bytes, s->started, now);
 }
 
 static void moved(struct stage *s, int64_t first, int64_t end, int slot) {
