@@ -15,6 +15,7 @@
 #include <string.h>
 #include <spawn.h>
 #include <sys/file.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -52,10 +53,16 @@ int aggio__stage_get_all(int fd, void *vbuf, int64_t len, int64_t off) {
   return 0;
 }
 
-void aggio__stage_put_drained(int fd, int64_t records, int64_t bytes, double started,
-                              double now) {
-  if (fd < 0)
+#define PROGRESS_EVERY 0.25 /* seconds between updates of a .drained */
+
+void aggio__stage_put_drained(int fd, double *noted, int force, int64_t records,
+                              int64_t bytes, double started) {
+  struct timespec t;
+  clock_gettime(CLOCK_REALTIME, &t);
+  double now = (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+  if (fd < 0 || (!force && now - *noted < PROGRESS_EVERY))
     return;
+  *noted = now;
   struct aggio__stage_drained d = {(uint64_t)records, (uint64_t)bytes, started, now};
   unsigned char b[AGGIO_STAGE_DRAINED];
   aggio__stage_drained_encode(&d, b);

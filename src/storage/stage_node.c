@@ -51,7 +51,6 @@
 #define SCAN_EVERY 0.001    /* seconds between scans while movers look for work */
 #define POLL_MIN 0.005      /* seconds between scans when nothing is new ... */
 #define POLL_MAX 0.1        /* ... growing to this while nothing is written */
-#define PROGRESS_EVERY 0.25 /* seconds between updates of a writer's .drained */
 
 struct peer {
   int rank;
@@ -179,11 +178,8 @@ static int add_record(struct aggio__stage_node *nd, struct peer *p, int64_t off,
 
 /* The writer's progress in its .drained, as its own movers would write it. */
 static void note_progress(struct peer *p, int force) {
-  double now = wall();
-  if (p->drained_fd < 0 || (!force && now - p->progress_at < PROGRESS_EVERY))
-    return;
-  p->progress_at = now;
-  aggio__stage_put_drained(p->drained_fd, p->moved_prefix, p->moved_bytes, p->started, now);
+  aggio__stage_put_drained(p->drained_fd, &p->progress_at, force, p->moved_prefix,
+                           p->moved_bytes, p->started);
 }
 
 static void advance_prefix(struct peer *p) {

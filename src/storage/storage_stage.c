@@ -44,17 +44,6 @@
 #include "storage.h"
 
 #define MOVERS_MAX 64
-#define PROGRESS_EVERY 0.25   /* seconds between updates of .drained */
-/* Background movers leave the processor to the program's own staged
- * writes: they start a record only once no write was staged for this long
- * (a checkpoint's burst of writes is absorbed at the fast tier's rate and
- * drained in the computation after it; sync and close do not wait for
- * it).  Measured (ior-hard, 4 ranks on 2 cores): with the movers running
- * during the burst the writes returned at 680 MiB/s, without at 1800.
- * They run at the program's priority: niced (10), they got so little of
- * the processor beside a computing program that the drain was left to
- * the final sync (compute/checkpoint loop, 2 ranks on 2 cores: 1.02-1.18x
- * the direct run's time, against 0.78-0.83x at the same priority). */
 
 enum { REC_WRITING, REC_READY, REC_VOID }; /* a record's state; VOID: its write failed */
 
@@ -221,14 +210,12 @@ static int move_run(struct aggio__store *st, int64_t off, int64_t data_off, int6
   return 0;
 }
 
-/* The movers' progress in .drained, at most every PROGRESS_EVERY seconds
- * (and at the end).  Lock held. */
+/* The movers' progress in .drained (a node's movers write it for a
+ * merged rank).  Lock held. */
 static void note_progress(struct stage *s, int force) {
-  double now = wall();
-  if (s->merged || s->drained_fd < 0 || (!force && now - s->progress_at < PROGRESS_EVERY))
-    return;
-  s->progress_at = now;
-  aggio__stage_put_drained(s->drained_fd, s->moved_prefix, s->moved_bytes, s->started, now);
+  if (!s->merged)
+    aggio__stage_put_drained(s->drained_fd, &s->progress_at, force, s->moved_prefix,
+                             s->moved_bytes, s->started);
 }
 
 static void moved(struct stage *s, int64_t first, int64_t end, int slot) {
