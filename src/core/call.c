@@ -263,6 +263,8 @@ void aggio__call_begin(struct call *c, struct aggio__op *op, int blocking) {
     __atomic_fetch_add(&fh->st.coll_calls, 1, __ATOMIC_RELAXED);
   if (!c->collective)
     aggio__then(op, aggio__step_independent, AGGIO_P_WRITE);
+  else if (aggio__one_round_guess(op)) /* its I/O, then the summary */
+    aggio__then(op, aggio__step_io_first, c->is_write ? AGGIO_P_WRITE : AGGIO_P_READ);
   if (fh->obs.stats) /* from t0 on, the calls' time is tiled by the phases */
     aggio__phase_add(fh->obs.stats, c->packed ? AGGIO_P_PACK : AGGIO_P_PLAN,
                      op->t_mark - c->t0);

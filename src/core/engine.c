@@ -328,7 +328,7 @@ void aggio__op_init(struct aggio__op *op, aggio_file fh, int collective, int blo
   op->collective = collective;
   op->blocking = blocking;
   op->eof = INT64_MAX;
-  if (collective)
+  if (collective) /* call.c may put the I/O first (one_round.c) */
     aggio__then(op, aggio__step_summarize, AGGIO_P_AGREE);
 }
 
@@ -440,7 +440,9 @@ int aggio__step_summarize(struct aggio__op *op) {
                                : 0) |
                           (__atomic_load_n(&fh->read_alone, __ATOMIC_RELAXED)
                                ? AGGIO_SF_READ_ALONE
-                               : 0));
+                               : 0) |
+                          (op->io_first ? 0 : AGGIO_SF_NOT_IO_FIRST));
+  op->mine.eof = op->eof; /* reads done first: where they found the end */
   op->mine.held_lo = c.held_lo;
   op->mine.held_hi = c.held_hi;
   op->mine.mergeable = op->mine.offered_max = 1;
@@ -494,7 +496,17 @@ int aggio__step_choose(struct aggio__op *op) {
   op->strategy = choose(op);
   /* Data another strategy keeps (write-behind) reaches the file first; a
    * strategy that keeps data itself (it has a flush) handles it itself. */
-  if ((op->sum.flags & (AGGIO_SF_CACHE_DIRTY | AGGIO_SF_CACHE_CLEAN)) && !op->strategy->flush)
+  int flush = (op->sum.flags & (AGGIO_SF_CACHE_DIRTY | AGGIO_SF_CACHE_CLEAN)) &&
+              !op->strategy->flush;
+  switch (aggio__one_round_after(op, flush)) { /* this rank's I/O may have run */
+  case AGGIO_ONE_ROUND_DONE:
+    return aggio__then(op, NULL, AGGIO_P_AGREE);
+  case AGGIO_ONE_ROUND_AGREE:
+    return aggio__then(op, aggio__step_agree_outcome, AGGIO_P_AGREE);
+  default:
+    break;
+  }
+  if (flush)
     return aggio__then(op, step_flush, AGGIO_P_IO_WAIT);
   return aggio__then(op, step_init, AGGIO_P_PLAN);
 }

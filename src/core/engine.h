@@ -51,6 +51,8 @@ enum { AGGIO_STEP_NEXT = 0, AGGIO_STEP_PENDING = 1 };
 /* A rank has read the file independently since it opened it (HDF5's and
  * PnetCDF's metadata reads): auto's read rule (plan.c). */
 #define AGGIO_SF_READ_ALONE 32
+/* A rank did not do its I/O before the summary (one_round.c). */
+#define AGGIO_SF_NOT_IO_FIRST 64
 
 struct aggio__op;
 typedef int (*aggio__step_fn)(struct aggio__op *op);
@@ -121,6 +123,7 @@ struct aggio__op {
   aggio__step_fn agreed_next;   /* aggio__op_agree_then: the step after it */
   int agreed_phase;
   int64_t eof;                  /* reads: smallest end of file a short read saw */
+  int io_first;                 /* this rank did its I/O before the summary (one_round.c) */
   double t_phase;               /* start of the step or wait being timed */
 
   /* the strategy's per-file state being made (aggio__setup_done) */
@@ -250,6 +253,29 @@ int aggio__op_await(struct aggio__op *op, int (*test)(struct aggio__op *),
 /* The reference data path (independent_io.c): every rank reads or writes
  * its own ranges; the independent strategy's step. */
 int aggio__independent_io(struct aggio__op *op);
+/* A collective call's I/O before its summary (one_round.c): the data path
+ * run at once, by the calling thread, failures to op->err; then the
+ * summary. */
+int aggio__step_io_first(struct aggio__op *op);
+
+/* ---- collective calls in one agreement (one_round.c) ------------------------- */
+
+/* 1 when a collective operation's I/O is to run before its summary
+ * (aggio__step_io_first as its first step): a blocking call whose shape
+ * the file's history predicts to run independently. */
+int aggio__one_round_guess(const struct aggio__op *op);
+
+/* After the summary and the choice (flush: data other strategies hold
+ * goes to the file first), what a rank whose I/O ran first does: */
+enum aggio__one_round_next {
+  AGGIO_ONE_ROUND_ON = 0, /* the call goes on as any (its I/O runs again, or
+                           * this rank did none first) */
+  AGGIO_ONE_ROUND_DONE,   /* complete: every rank's I/O ran first, and the
+                           * summary agreed on its outcome */
+  AGGIO_ONE_ROUND_AGREE   /* only the outcome agreement, which the ranks
+                           * whose I/O did not run first join after it */
+};
+int aggio__one_round_after(struct aggio__op *op, int flush);
 /* The first step of an independent access (independent_io.c): strategies
  * holding data make the touched bytes consistent, then the data path. */
 int aggio__step_independent(struct aggio__op *op);

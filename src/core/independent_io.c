@@ -117,6 +117,13 @@ int aggio__independent_io(struct aggio__op *op) {
   return after_io(op);
 }
 
+int aggio__step_io_first(struct aggio__op *op) {
+  op->io_first = 1;
+  if (op->err.code == 0 && op->acc.nbytes > 0)
+    locked(op, op->acc.is_write ? write_ranges : read_ranges);
+  return aggio__then(op, aggio__step_summarize, AGGIO_P_AGREE);
+}
+
 /* A small blocking independent write while a strategy holds written data
  * of this file (write-behind's node cache) joins that data instead of
  * going to the file at once.  Why: the I/O libraries write their metadata

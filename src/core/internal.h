@@ -28,6 +28,7 @@
 #include "flat.h"
 #include "hints.h"
 #include "nodes.h"
+#include "one_round.h"
 #include "observe.h"
 #include "open_files.h"
 #include "plan.h"
@@ -155,6 +156,8 @@ struct aggio_file_s {
   unsigned strategy_refused; /* bit i: strategy i's set-up failed (auto avoids it) */
   const char *strategy_used;   /* strategy of the last collective call ("" none) */
   int auto_previous;           /* auto's last choice, enum aggio__auto_choice or -1 */
+  struct aggio__one_round one_round; /* the collective calls' history: whether the
+                                * next may do its I/O before its summary (one_round.c) */
   struct aggio__pool *pool;    /* the process's I/O threads (pool.c), once used */
   struct aggio__writeback *early_wb; /* early write-back (writeback.c), once used */
   int64_t early_wb_min;        /* its smallest write, -1 off (aggio_early_writeback) */

@@ -366,6 +366,10 @@ static void stats_print(struct aggio_file_s *fh, const struct reduced *r) {
   fprintf(f, "  early write-back bytes: %lld\n", (long long)S(WRITEBACK_BYTES));
   fprintf(f, "  non-blocking operations: %lld\n", (long long)S(NB_STARTED));
   fprintf(f, "  non-blocking operations merged: %lld\n", (long long)S(NB_MERGED));
+  fprintf(f, "  collective calls with their I/O first: %lld\n", (long long)S(IO_FIRST));
+  fprintf(f, "  collective calls agreed once: %lld\n", (long long)S(ONE_ROUND));
+  fprintf(f, "  collective calls whose first I/O ran again: %lld\n",
+          (long long)S(ONE_ROUND_REDONE));
   fprintf(f, "aggio stats end\n");
   block_end(&b);
 }

@@ -58,7 +58,10 @@
   X(WRITEBACK_STARTS, "early write-backs started by an I/O thread")            \
   X(WRITEBACK_BYTES, "bytes of the ranges those write-backs covered")          \
   X(NB_STARTED, "non-blocking and split collective operations started")         \
-  X(NB_MERGED, "non-blocking collective operations merged into an earlier one")
+  X(NB_MERGED, "non-blocking collective operations merged into an earlier one")  \
+  X(IO_FIRST, "collective calls whose I/O ran before their summary (a guess)")    \
+  X(ONE_ROUND, "... agreed once: every rank's I/O had run before the summary")     \
+  X(ONE_ROUND_REDONE, "... whose summary chose otherwise, so the I/O ran again")
 
 enum aggio__counter {
 #define AGGIO__CTR_ENUM(name, doc) AGGIO_C_##name,

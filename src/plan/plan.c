@@ -365,6 +365,7 @@ void aggio__summary_mine(struct aggio__call_summary *s, const struct aggio__exte
   s->held_lo = INT64_MAX;
   s->flags = flags;
   s->mergeable = s->offered_max = 1;
+  s->eof = INT64_MAX;
   if (err || bytes <= 0 || file->n == 0)
     return;
   const struct aggio__extent *last = &file->v[file->n - 1];
@@ -394,6 +395,7 @@ void aggio__summary_merge(const struct aggio__call_summary *in,
   io->held_hi = max64(in->held_hi, io->held_hi);
   io->mergeable = min64(in->mergeable, io->mergeable);
   io->offered_max = max64(in->offered_max, io->offered_max);
+  io->eof = min64(in->eof, io->eof);
 }
 
 int aggio__summary_interleaved(const struct aggio__call_summary *s) {

@@ -33,8 +33,10 @@ struct aggio__call_summary {
   int64_t held_hi;     /* MAX of the end of it (held_lo = INT64_MAX, held_hi = 0: none) */
   int64_t mergeable;   /* MIN: operations this call may merge (engine.h, merge.c) */
   int64_t offered_max; /* MAX of the same: equal to it when every rank offered as many */
+  int64_t eof;         /* MIN: reads done before the summary (core/one_round.c): the
+                        * smallest end of file a short read saw (INT64_MAX: none) */
 };
-#define AGGIO_SUMMARY_FIELDS 13
+#define AGGIO_SUMMARY_FIELDS 14
 
 /* This rank's summary of `file` (sorted ranges, `bytes` in all). */
 void aggio__summary_mine(struct aggio__call_summary *s, const struct aggio__extents *file,

@@ -347,6 +347,10 @@ static void part_modes(void) {
     MPI_Barrier(MPI_COMM_WORLD);
     CHECK(stage_files(".index") == 0, "%s: %d index files left after the sync", modes[m],
           stage_files(".index"));
+    /* a collective write need not wait for the other ranks before its
+     * I/O (a call that runs independently may do it first, docs/engine.md,
+     * "One round"): round 1's records wait until every rank has looked */
+    MPI_Barrier(MPI_COMM_WORLD);
     CHECK(round_write(&via_aggio, &fh, 1) == AGGIO_SUCCESS, "%s: round 1", modes[m]);
     CHECK(aggio_file_close(&fh) == AGGIO_SUCCESS, "%s: close", modes[m]);
     MPI_Barrier(MPI_COMM_WORLD);

@@ -203,6 +203,12 @@ static void test_summary_merge(void) {
   b.flags = 2;
   aggio__summary_merge(&a, &b);
   CHECK(b.flags == 3, "flags are or-ed");
+  /* the end of file reads done before the summary saw: the smallest */
+  CHECK(s.eof == INT64_MAX, "no read saw an end of file: eof %lld", (long long)s.eof);
+  a.eof = 4096;
+  b.eof = INT64_MAX;
+  aggio__summary_merge(&a, &b);
+  CHECK(b.eof == 4096, "eof is the smallest (%lld)", (long long)b.eof);
 }
 
 /* The header sizes of a 64-bit build (the values only need to be plausible). */
