@@ -68,6 +68,11 @@ static int locked(struct aggio__op *op, int (*io)(struct aggio__op *)) {
   return rc;
 }
 
+/* This rank's ranges, read or written now by the calling thread. */
+static int io_now(struct aggio__op *op) {
+  return locked(op, op->acc.is_write ? write_ranges : read_ranges);
+}
+
 /* After the I/O: a collective operation agrees on the outcome. */
 static int after_io(struct aggio__op *op) {
   if (op->collective)
@@ -86,7 +91,7 @@ struct io_job {
 static void run_io_job(struct aggio__job *job, struct aggio__err *e) {
   struct aggio__op *op = ((struct io_job *)job)->op;
   (void)e; /* failures go to op->err, read once the batch is done */
-  locked(op, op->acc.is_write ? write_ranges : read_ranges);
+  io_now(op);
 }
 
 static void free_io_job(struct aggio__op *op) { free(op->sdata); }
@@ -113,14 +118,14 @@ int aggio__independent_io(struct aggio__op *op) {
     return AGGIO_STEP_PENDING;
   }
   if (op->err.code == 0)
-    locked(op, op->acc.is_write ? write_ranges : read_ranges);
+    io_now(op);
   return after_io(op);
 }
 
 int aggio__step_io_first(struct aggio__op *op) {
   op->io_first = 1;
   if (op->err.code == 0 && op->acc.nbytes > 0)
-    locked(op, op->acc.is_write ? write_ranges : read_ranges);
+    io_now(op);
   return aggio__then(op, aggio__step_summarize, AGGIO_P_AGREE);
 }
 

@@ -20,9 +20,9 @@
  * Every rank makes the same collectives in each case: the rounds are the
  * summary, and then the strategy's, as without the guess.  The I/O itself
  * is the data path's step (independent_io.c, aggio__step_io_first), which
- * call.c puts before the summary when aggio__one_round_guess says so.  Only blocking
- * calls guess (a non-blocking call's I/O belongs on the I/O threads), and
- * not in atomic mode (where the independent path locks).
+ * call.c puts before the summary when aggio__one_round_guess says so.
+ * Only blocking calls guess (a non-blocking call's I/O belongs on the I/O
+ * threads), and not in atomic mode (where the independent path locks).
  */
 #include "engine.h"
 
