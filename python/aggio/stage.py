@@ -248,6 +248,24 @@ def list_writers(directory: str) -> dict[tuple[str, int], set[str]]:
     return dict(sorted(writers.items()))
 
 
+def writer_is_live(directory: str, session: str, rank: int) -> bool:
+    """Whether a process has the writer's files open: the library holds a
+    shared flock on a writer's index while it writes (src/storage/
+    stage_dir.h, aggio__stage_hold_live); such a writer's records are not
+    left behind, and a drain leaves them alone."""
+    try:
+        fd = os.open(writer_path(directory, session, rank, "index"), os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+
+
 def writer_path(directory: str, session: str, rank: int, kind: str) -> str:
     return os.path.join(directory, f"{session}.{rank}.{kind}")
 
@@ -488,7 +506,8 @@ def drain(directory: str, bar=None) -> DrainResult | None:
     try:
         start = time.monotonic()
         final = read_manifest(directory)
-        writers = list_writers(directory)
+        writers = {w: kinds for w, kinds in list_writers(directory).items()
+                   if not writer_is_live(directory, *w)}
         records, invalid = collect(directory, writers)
         result = DrainResult(directory, final, invalid=invalid)
         progress = bar(os.path.basename(final), sum(r.length for r in records)) if bar else None

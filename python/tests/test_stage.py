@@ -257,6 +257,29 @@ def test_within_a_writer_the_newest_write_wins(tmp_path, capsys):
     assert "3 records, 210 bytes" in capsys.readouterr().out
 
 
+def test_a_writer_whose_files_are_open_is_left_alone(tmp_path):
+    """The library holds a shared flock on a live writer's index (another
+    group of ranks may have the file open with a session of its own): a
+    drain replays the other writers and leaves that one's files, and takes
+    them once the lock is gone (the process closed them, or died)."""
+    final = tmp_path / "out"
+    d = make_stage(tmp_path / "stage", final)
+    done, live = Writer(d, 1, 0), Writer(d, 2, 1)
+    done.write(0, b"done")
+    live.write(4, b"live")
+    fd = os.open(live.index, os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_SH)
+    try:
+        assert run("drain", d) == 0
+        assert final.read_bytes() == b"done"
+        assert live.index.exists() and live.data.exists() and not done.index.exists()
+    finally:
+        os.close(fd)
+    assert run("drain", d) == 0
+    assert final.read_bytes() == b"donelive"
+    assert not d.exists()
+
+
 def test_the_older_session_is_replayed_first(tmp_path):
     final = tmp_path / "out"
     d = make_stage(tmp_path / "stage", final)

@@ -111,10 +111,7 @@ int aggio__staging_resolve(aggio_file fh, struct aggio__err *e) {
   int on_node = 1;
   if (fh->topo.node_comm != MPI_COMM_NULL)
     MPI_Comm_size(fh->topo.node_comm, &on_node);
-  /* rank by default: with node, generated programs (tests/gen, gen.stage,
-   * seed 504 at 4 ranks) lost staged bytes a sync had reported in the
-   * file, in about a third of the runs (docs/staging.md) */
-  int merge = choice(&fh->hints.stage_merge, merges, 2, 0, "not node or rank: rank used");
+  int merge = choice(&fh->hints.stage_merge, merges, 2, 1, "not node or rank: node used");
   if (merge && fh->topo.node_of_rank && fh->topo.node_comm != MPI_COMM_NULL &&
       node_ranks(fh, e) != 0)
     return e->code;

@@ -120,10 +120,9 @@ enum aggio__tristate { AGGIO_DISABLE = 0, AGGIO_ENABLE = 1, AGGIO_AUTOMATIC = 2 
     "when staged bytes move to the file: background, at_close, none (aggio stage drain)")    \
   X(stage_movers, "aggio_stage_movers", AGGIO_HK_INT, "2", 1,                                  \
     "movers per node, shared by its processes (each has at least one)")                       \
-  X(stage_merge, "aggio_stage_merge", AGGIO_HK_STRING, "rank", 1,                              \
-    "who moves a rank's staged writes: rank (each rank its own) or node (the movers of the "   \
-    "node's first rank move every rank's, joining adjacent ones; not the default: a "           \
-    "generated program lost staged bytes with it, docs/staging.md)")                              \
+  X(stage_merge, "aggio_stage_merge", AGGIO_HK_STRING, "node", 1,                              \
+    "who moves a rank's staged writes: node (the movers of the node's first rank move every "  \
+    "rank's, joining adjacent ones) or rank (each rank its own)")                              \
   X(stage_sync, "aggio_stage_sync", AGGIO_HK_STRING, "final", 1,                               \
     "what sync waits for on a staged file: final (the file's device) or stage")               \
   X(stage_checksum, "aggio_stage_checksum", AGGIO_HK_STRING, "auto", 1,                        \

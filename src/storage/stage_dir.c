@@ -232,6 +232,28 @@ static int read_index(struct writer *w, int wi, struct replay_rec **list, int64_
 }
 
 /* The writers in dir other than session `mine` ("" for all). */
+int aggio__stage_hold_live(int index_fd) {
+  while (flock(index_fd, LOCK_SH) != 0)
+    if (errno != EINTR)
+      return errno;
+  return 0;
+}
+
+/* Whether a process has the writer's files open (its shared lock on the
+ * index): another group of ranks may have the same file open now, with a
+ * session of its own, and its writers' records are not leftovers. */
+static int is_live(const char *index) {
+  int fd = open(index, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return 0;
+  int rc;
+  while ((rc = flock(fd, LOCK_EX | LOCK_NB)) != 0 && errno == EINTR)
+    ;
+  int live = rc != 0 && errno == EWOULDBLOCK;
+  close(fd); /* gives the probe's lock back */
+  return live;
+}
+
 static int list_writers(const char *dir, const char *mine, struct writer **out,
                         int *count) {
   DIR *d = opendir(dir);
@@ -243,8 +265,11 @@ static int list_writers(const char *dir, const char *mine, struct writer **out,
   while (rc == 0 && (ent = readdir(d))) {
     char session[17];
     int rank;
+    char index[PATH_MAX];
     if (aggio__stage_index_name(ent->d_name, session, &rank) != 0 ||
-        !strcmp(session, mine))
+        !strcmp(session, mine) ||
+        snprintf(index, sizeof index, "%s/%s", dir, ent->d_name) >= (int)sizeof index ||
+        is_live(index))
       continue;
     if (n == cap) {
       cap = cap ? 2 * cap : 16;
@@ -260,7 +285,7 @@ static int list_writers(const char *dir, const char *mine, struct writer **out,
     x->rank = rank;
     x->data_fd = -1;
     x->data_size = 0;
-    snprintf(x->index, sizeof x->index, "%s/%s", dir, ent->d_name);
+    memcpy(x->index, index, sizeof x->index);
   }
   closedir(d);
   *out = w, *count = n;

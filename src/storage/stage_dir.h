@@ -45,8 +45,14 @@ void aggio__stage_unlock(int fd);
 int aggio__stage_write_manifest(const char *dir, const char *abs);
 /* The last writer out removes the manifest, the lock and the directory. */
 void aggio__stage_tidy(const char *dir);
+/* A writer holds a shared lock on its index while its files are open
+ * (taken on index_fd when it makes them; the kernel gives it back when the
+ * descriptor closes, also when the process dies): a replay leaves such a
+ * live writer's files alone.  0, or an errno value. */
+int aggio__stage_hold_live(int index_fd);
 /* Replays, under the lock, the writers of dir other than session `mine`
- * into the final file, then removes their files: what a killed job, or
+ * whose files no process has open (aggio__stage_hold_live) into the final
+ * file, then removes their files: what a killed job, or
  * aggio_stage_drain=none, left behind.  0 also when dir is gone. */
 int aggio__stage_replay(const char *dir, const char *final, const char *mine);
 /* Starts `drainer --detach --log log dir` (aggio-stage-drain), without

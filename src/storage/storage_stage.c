@@ -131,6 +131,8 @@ static int make_files(struct aggio__store *st, struct aggio__err *e) {
     rc = errno;
   if (rc == 0 && (s->index_fd = open(s->index_path, flags, 0600)) < 0)
     rc = errno;
+  if (rc == 0) /* before the directory's lock goes: no replay takes these files */
+    rc = aggio__stage_hold_live(s->index_fd);
   if (rc == 0 && (s->drained_fd = open(s->drained_path, flags, 0600)) < 0)
     rc = errno;
   aggio__stage_unlock(lk);
@@ -155,10 +157,11 @@ static void close_files(struct stage *s) {
 static void forget_records(struct stage *s) {
   if (s->data_fd < 0)
     return;
-  close_files(s);
+  /* unlinked while still held live: a replay never sees them unheld */
   unlink(s->data_path);
   unlink(s->drained_path);
   unlink(s->index_path);
+  close_files(s);
   s->nrec = s->next = s->moved_prefix = s->data_end = 0;
   aggio__stage_tidy(s->dir);
 }

@@ -44,9 +44,18 @@
  *           blocks into one run (a few writes); and with an even number
  *           of ranks node on two emulated nodes (a run per node's blocks).
  *           The file equals the MPI library's each time.
+ *   groups  two groups of ranks have the same file open at once, each with
+ *           its own session (MPI allows it; the generated program of seed
+ *           504 does it): the first group stages a round, the second opens
+ *           the file, the first stages another round and closes.  The
+ *           second's open must not take the first's live stage files for
+ *           leftovers (it replayed and removed them, and the node's movers
+ *           then lost the second round): the first group's index files
+ *           are still there after the other open, and the file holds both
+ *           rounds.  Needs 2 ranks.
  *
  * aggio-test-ranks: 1 2 4
- * aggio-test-parts: modes sync fail atomic size order detach merge
+ * aggio-test-parts: modes sync fail atomic size order detach merge groups
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -664,6 +673,54 @@ static void part_merge(void) {
   }
 }
 
+static void part_groups(void) {
+  if (nprocs < 2) {
+    test_skip("groups: two groups of ranks need 2 ranks");
+    return;
+  }
+  char path[700];
+  snprintf(path, sizeof path, "%s/stage.groups", dir);
+  if (rank == 0)
+    unlink(path);
+  int first = rank < nprocs / 2, writers = nprocs / 2;
+  MPI_Comm group;
+  MPI_Comm_split(MPI_COMM_WORLD, first ? 0 : 1, rank, &group);
+  MPI_Info info = stage_info("at_close", "final");
+  aggio_file fh = AGGIO_FILE_NULL;
+  int rc = first ? aggio_file_open(group, path, MPI_MODE_CREATE | MPI_MODE_RDWR, info, &fh) : 0;
+  CHECK(rc == AGGIO_SUCCESS, "groups: the first group's open: %d", rc);
+  if (first && rc == 0)
+    CHECK(round_write(&via_aggio, &fh, 0) == AGGIO_SUCCESS, "groups: round 0");
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (!first) {
+    rc = aggio_file_open(group, path, MPI_MODE_CREATE | MPI_MODE_RDWR, info, &fh);
+    CHECK(rc == AGGIO_SUCCESS, "groups: the second group's open: %d", rc);
+  }
+  MPI_Info_free(&info);
+  MPI_Barrier(MPI_COMM_WORLD);
+  CHECK(stage_files(".index") == writers, "groups: %d index files after the second group's "
+        "open, not the first group's %d", stage_files(".index"), writers);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (first && fh)
+    CHECK(round_write(&via_aggio, &fh, 1) == AGGIO_SUCCESS, "groups: round 1");
+  if (fh)
+    CHECK(aggio_file_close(&fh) == AGGIO_SUCCESS, "groups: close");
+  MPI_Comm_free(&group);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank != 0)
+    return;
+  int64_t n = 0, bad = 0;
+  unsigned char *f = slurp(path, &n);
+  for (int round = 0; f && round < 2; round++)
+    for (int r = 0; r < writers; r++)
+      for (int k = 0; k < NBLK; k++)
+        for (int64_t j = 0, at = block_off(round, k, r); j < BLK; j++)
+          bad += at + j >= n || f[at + j] != pat(round + 1, at + j);
+  CHECK(f && bad == 0, "groups: %lld bytes of the first group's two rounds are wrong or "
+        "missing", (long long)bad);
+  free(f);
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   aggio_init();
@@ -683,7 +740,7 @@ int main(int argc, char **argv) {
     void (*run)(void);
   } parts[] = {{"modes", part_modes}, {"sync", part_sync},   {"fail", part_fail},
                {"atomic", part_atomic}, {"size", part_size}, {"order", part_order},
-               {"detach", part_detach}, {"merge", part_merge}};
+               {"detach", part_detach}, {"merge", part_merge}, {"groups", part_groups}};
   size_t p = 0;
   while (p < sizeof parts / sizeof parts[0] && strcmp(part, parts[p].name) != 0)
     p++;
