@@ -98,12 +98,18 @@ static void make_layout(struct bench_state *s, int as, struct bench_layout *l,
 }
 
 static unsigned char *alloc_buf(int64_t bytes) {
+#ifdef AGGIO_SIMGRID
+  /* Every simulated rank lives in one process: its buffers share pages
+   * (SMPI_SHARED_MALLOC), as nothing is stored or checked there. */
+  return SMPI_SHARED_MALLOC((size_t)(bytes ? bytes : 1));
+#else
   void *b = NULL;
   if (posix_memalign(&b, BENCH_DIRECT_ALIGN, (size_t)(bytes ? bytes : 1))) {
     fprintf(stderr, "aggio-bench: cannot allocate %lld bytes\n", (long long)bytes);
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   return b;
+#endif
 }
 
 static void setup(struct bench_state *s) {
@@ -334,8 +340,13 @@ static void cleanup(struct bench_state *s, struct bench_result *res) {
   free(res->w);
   free(res->r);
   free_memory(&res->mem);
+#ifdef AGGIO_SIMGRID
+  SMPI_SHARED_FREE(s->wbuf);
+  SMPI_SHARED_FREE(s->rbuf);
+#else
   free(s->wbuf);
   free(s->rbuf);
+#endif
   bench_layout_free(&s->lw);
   bench_layout_free(&s->lr);
   if (s->tw != MPI_DATATYPE_NULL && s->tw != MPI_BYTE) MPI_Type_free(&s->tw);

@@ -24,6 +24,9 @@ so that aggio's hop distances are the simulated routes' lengths.
 The small platform (CI's sim.small): a 4x4 torus of 16 four-core nodes with
 one Pset and the same links.
 
+Every compute node has a node-local device for the staging model (host
+properties aggio_stage_write_bw and aggio_stage_read_bw, SIMULATION.md).
+
 I/O nodes are hosts of zones of their own, reached through a bridge node's
 extra link.  Each bridge's link is its own I/O host, named as the .topo
 file names the I/O entry at that bridge (ionode-K-bridgeJ), so that the
@@ -40,6 +43,12 @@ LOOPBACK_BW = "16GBps"  # inside a node (memory copies between ranks)
 LOOPBACK_LAT = "10ns"
 NODE_SPEED = "12.8Gf"  # 16 A2 cores at 1.6 GHz, 8 flops/cycle each / 16 cores
 PSET = 128             # compute nodes per I/O node
+# A node-local device for the staging model (src/storage/stage_sim.c): BG/Q
+# had none, so a machine of its class with one, e.g. Summit's NVMe per
+# node (Samsung PM1725a: 2.1 GB/s write, 5.5 GB/s read, OLCF's user
+# guide).  Host properties of every compute node, bytes/s.
+STAGE_WRITE_BW = 2.1e9
+STAGE_READ_BW = 5.5e9
 
 
 def shape_for(nodes):
@@ -92,8 +101,10 @@ def platform_xml(name, nodes, cores, shape, pairs):
         f'    <cluster id="torus" prefix="node-" suffix="" radical="0-{nodes - 1}"'
         f' speed="{NODE_SPEED}" core="{cores}" bw="{LINK_BW}" lat="{LINK_LAT}"'
         f' sharing_policy="SPLITDUPLEX" topology="TORUS" topo_parameters="{dims}"'
-        f' loopback_bw="{LOOPBACK_BW}" loopback_lat="{LOOPBACK_LAT}"'
-        "/>",
+        f' loopback_bw="{LOOPBACK_BW}" loopback_lat="{LOOPBACK_LAT}">',
+        f'      <prop id="aggio_stage_write_bw" value="{STAGE_WRITE_BW:.0f}"/>',
+        f'      <prop id="aggio_stage_read_bw" value="{STAGE_READ_BW:.0f}"/>',
+        "    </cluster>",
     ]
     # Each Pset's I/O node is reached from the torus through two bridge
     # nodes (compute nodes with an extra link, as on BG/Q).  A zone has one

@@ -14,6 +14,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "stage_sim.h"
 #include "staging.h"
 
 extern const struct aggio__storage_ops aggio__storage_posix, aggio__storage_null,
@@ -53,16 +54,56 @@ static void session_name(aggio_file fh) {
            (unsigned long long)us);
 }
 
+/* A staged file written by every rank: romio_no_indep_rw does not apply. */
+static void every_rank_writes(aggio_file fh) {
+  if (fh->hints.no_indep_rw.num) {
+    ignored(&fh->hints.no_indep_rw, "a staged file is written by every rank");
+    fh->hints.no_indep_rw.num = 0;
+  }
+}
+
+/* The null back end stores nothing to stage; the SimGrid build models a
+ * stage on it where the platform has node-local devices (stage_sim.h),
+ * on every rank or none.  Its movers drain in the background, and sync
+ * waits for them unless aggio_stage_sync=stage. */
+static int simulated(aggio_file fh) {
+#ifndef AGGIO_SIMGRID
+  ignored(&fh->hints.stage_dir, "the null back end stores nothing to stage");
+  return 0;
+#else
+  char why[200];
+  int mine = aggio__stage_sim_available(why, sizeof why), all = 0;
+  MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, fh->comm);
+  if (!all) {
+    ignored(&fh->hints.stage_dir,
+            mine ? "a rank's host models no node-local device" : why);
+    return 0;
+  }
+  struct aggio__stage_conf *c = &fh->st.stage;
+  snprintf(c->dir, sizeof c->dir, "%s", fh->hints.stage_dir.str);
+  c->simulated = 1;
+  c->drain = AGGIO_STAGE_BACKGROUND;
+  if (strcmp(fh->hints.stage_drain.str, "background") != 0)
+    ignored(&fh->hints.stage_drain, "the simulated stage drains in the background");
+  c->sync_final =
+      choice(&fh->hints.stage_sync, syncs, 2, 1, "not final or stage: final used");
+  int64_t m = fh->hints.stage_movers.num; /* per node: the model's are the node's */
+  c->movers = (int)(m < 1 ? 1 : m > 64 ? 64 : m);
+  every_rank_writes(fh);
+  return 0;
+#endif
+}
+
 int aggio__staging_choose(aggio_file fh, struct aggio__err *e) {
   (void)e;
   fh->st.final_ops = NULL;
   if (fh->hints.stage_dir.str[0] == '\0')
     return 0;
+  if (fh->st.ops == &aggio__storage_null)
+    return simulated(fh);
   if (fh->st.ops != &aggio__storage_posix) {
-    ignored(&fh->hints.stage_dir, fh->st.ops == &aggio__storage_null
-                                      ? "the null back end stores nothing to stage"
-                                      : "staging writes one ordinary file: this one is "
-                                        "subfiled");
+    ignored(&fh->hints.stage_dir,
+            "staging writes one ordinary file: this one is subfiled");
     return 0;
   }
   struct aggio__stage_conf *c = &fh->st.stage;
@@ -76,10 +117,7 @@ int aggio__staging_choose(aggio_file fh, struct aggio__err *e) {
   c->data_crc = crc == 2 ? -1 : crc; /* -1: auto, resolved by the back end */
   c->movers = 1;
   session_name(fh);
-  if (fh->hints.no_indep_rw.num) {
-    ignored(&fh->hints.no_indep_rw, "a staged file is written by every rank");
-    fh->hints.no_indep_rw.num = 0;
-  }
+  every_rank_writes(fh);
   fh->st.final_ops = &aggio__storage_posix;
   fh->st.ops = &aggio__storage_stage;
   return 0;
@@ -133,15 +171,16 @@ void aggio__staging_free(aggio_file fh) {
 int aggio__staged(aggio_file fh) { return fh->st.final_ops != NULL; }
 
 void aggio__staging_stats(aggio_file fh, FILE *f) {
-  if (!aggio__staged(fh))
+  if (!aggio__staged(fh) && !fh->st.stage.simulated)
     return;
-  fprintf(f, "  stage dir: %s\n  stage drain: %s\n", fh->st.stage.dir,
+  fprintf(f, "  stage dir: %s%s\n  stage drain: %s\n", fh->st.stage.dir,
+          fh->st.stage.simulated ? " (simulated: the platform's node-local device)" : "",
           drains[fh->st.stage.drain]);
 }
 
 const struct aggio__strategy_ops *
 aggio__staging_strategy(aggio_file fh, const struct aggio__strategy_ops *wanted) {
-  if (!aggio__staged(fh))
+  if (!aggio__staged(fh) && !fh->st.stage.simulated)
     return wanted;
   const struct aggio__strategy_ops *ind = aggio__strategy_at(fh, AGGIO_STRAT_INDEPENDENT);
   struct aggio__hint_value *h = &fh->hints.strategy;

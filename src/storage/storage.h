@@ -76,6 +76,10 @@ struct aggio__store {
   const struct aggio__storage_ops *final_ops;
   struct aggio__stage_conf {
     char dir[256];      /* aggio_stage_dir */
+    /* the SimGrid build's model of a stage under the null back end
+     * (stage_sim.h): the file is not staged (final_ops NULL), the null
+     * store models the node-local device and the movers */
+    int simulated;
     int drain;          /* enum aggio__stage_drain */
     int movers;         /* this process's movers */
     int sync_final;     /* sync waits until the bytes are in the final file */

@@ -27,11 +27,17 @@
  * write is a simulated transfer of its bytes from this host to that one
  * (sg_host_sendto), which the writer waits for, sharing the links with
  * every other transfer.  Without a topology it ships nothing.
+ *
+ * With aggio_stage_dir set in the SimGrid build (st->stage.simulated), a
+ * write is staged instead: it waits for the node's simulated device, and
+ * the node's simulated movers ship it to the I/O node behind the program;
+ * sync and close wait for them (stage_sim.h).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "stage_sim.h"
 #include "storage.h"
 
 #ifdef AGGIO_SIMGRID
@@ -45,6 +51,7 @@ struct null_state {
 #ifdef AGGIO_SIMGRID
   sg_host_t io_host;
   int io_looked_up;
+  struct aggio__stage_sim *stage; /* st->stage.simulated: the model's */
 #endif
 };
 
@@ -66,8 +73,23 @@ static int null_open(struct aggio__store *st, int create, struct aggio__err *e) 
                     : calloc(1, sizeof(struct null_state));
   if (!st->state)
     return aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: out of memory", st->rank);
+#ifdef AGGIO_SIMGRID
+  if (st->stage.simulated && !ns(st)->stage &&
+      !(ns(st)->stage = aggio__stage_sim_open(st->stage.movers)))
+    return aggio__fail(e, AGGIO_ERR_NOMEM, "rank %d: out of memory", st->rank);
+#endif
   st->opened = 1;
   return 0;
+}
+
+/* The simulated stage's drain of this rank's writes (sync, close). */
+static void wait_drained(struct aggio__store *st) {
+#ifdef AGGIO_SIMGRID
+  if (ns(st))
+    aggio__stage_sim_wait(ns(st)->stage);
+#else
+  (void)st;
+#endif
 }
 
 /* No file system: the smallest block, and no direct I/O to open. */
@@ -82,21 +104,30 @@ static void null_probe(struct aggio__store *st, struct aggio__fs_info *fi) {
 static void null_open_direct(struct aggio__store *st) { st->dio = AGGIO_DIO_OFF; }
 
 static int null_close(struct aggio__store *st, struct aggio__err *e) {
-  (void)st;
   (void)e;
+  wait_drained(st);
   return 0;
 }
 
 static void null_release(struct aggio__store *st) {
+#ifdef AGGIO_SIMGRID
+  if (st->state)
+    aggio__stage_sim_close(ns(st)->stage);
+#endif
   free(st->state);
   st->state = NULL;
 }
 
 /* The simulated forwarding of len bytes to the I/O node (a no-op outside
- * the SimGrid build, or without an I/O node of that name). */
+ * the SimGrid build, or without an I/O node of that name), or their
+ * simulated staging. */
 static void forward(struct aggio__store *st, int64_t len) {
 #ifdef AGGIO_SIMGRID
   struct null_state *s = ns(st);
+  if (s->stage) {
+    aggio__stage_sim_write(s->stage, st->io_node, len);
+    return;
+  }
   if (!s->io_looked_up) { /* the placement fills io_node after the storage opens */
     s->io_host = st->io_node[0] ? sg_host_by_name(st->io_node) : NULL;
     s->io_looked_up = 1;
@@ -131,7 +162,9 @@ static int null_pread(struct aggio__store *st, void *buf, int64_t len, int64_t o
 }
 
 static int null_sync(struct aggio__store *st, struct aggio__err *e) {
-  (void)st, (void)e;
+  (void)e;
+  if (st->stage.sync_final)
+    wait_drained(st);
   return 0;
 }
 
