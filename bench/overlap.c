@@ -81,12 +81,12 @@ static volatile uint64_t compute_sink = 0x9e3779b97f4a7c15ull;
 static void compute(uint64_t units) {
 #ifdef AGGIO_SIMGRID
   smpi_execute_flops((double)units / SIM_UNITS_PER_S * sg_host_get_speed(sg_host_self()));
-  return;
-#endif
+#else
   uint64_t x = compute_sink;
   for (uint64_t u = 0; u < units; u++)
     for (int k = 0; k < 1024; k++) x = (x ^ (x >> 29)) * 0xbf58476d1ce4e5b9ull + 1;
   compute_sink = x;
+#endif
 }
 
 static int cmp_double(const void *a, const void *b) {

@@ -32,16 +32,6 @@
 #include "stage_sim.h"
 
 #include <stdio.h>
-
-#ifndef AGGIO_SIMGRID
-
-int aggio__stage_sim_available(char *why, size_t len) {
-  snprintf(why, len, "only the SimGrid build models a stage for the null back end");
-  return 0;
-}
-
-#else
-
 #include <stdlib.h>
 
 #include <simgrid/actor.h>
@@ -197,5 +187,3 @@ void aggio__stage_sim_close(struct aggio__stage_sim *s) {
   sg_sem_destroy(s->drained);
   free(s);
 }
-
-#endif

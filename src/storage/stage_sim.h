@@ -2,8 +2,8 @@
  * stage_sim.h - staging as the SimGrid build models it (stage_sim.c): the
  * null back end's writes to a staged file land on a simulated node-local
  * device and a node's movers drain them to the rank's I/O node behind the
- * program (SIMULATION.md, "Staging").  Outside the SimGrid build only
- * aggio__stage_sim_available exists, and says no.
+ * program (SIMULATION.md, "Staging").  Built into the SimGrid build only
+ * (src/CMakeLists.txt): the other builds call none of it.
  */
 #ifndef AGGIO_STAGE_SIM_H
 #define AGGIO_STAGE_SIM_H
