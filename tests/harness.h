@@ -16,6 +16,7 @@
 #define AGGIO_TEST_HARNESS_H
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -79,6 +80,15 @@ static inline int test_summary_mpi(MPI_Comm comm) {
     printf("%d checks on all ranks, %d failed%s\n", all[1], all[0],
            all[2] ? ", some skipped" : "");
   return test_status(all[1], all[0], all[2]);
+}
+
+/* 1 when v is the same on every rank of MPI_COMM_WORLD (an outcome or a
+ * count the library promises to agree on). */
+static inline int test_same_everywhere(int64_t v) {
+  int64_t lo, hi;
+  MPI_Allreduce(&v, &lo, 1, MPI_INT64_T, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(&v, &hi, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+  return lo == hi;
 }
 
 /* The end of an MPI test's main: once every rank is done with the test

@@ -43,13 +43,14 @@ static int grow_requests(struct aggio__op *op, int at_least) {
     return -1;
   }
   memcpy(r, op->req, (size_t)op->nreq * sizeof *r);
-  if (!inline_slot(op)) {
+  if (!inline_slot(op) && !op->req_lent) {
     free(op->req);
     free(op->stat);
   }
   op->req = r;
   op->stat = st;
   op->req_cap = cap;
+  op->req_lent = 0;
   return 0;
 }
 
@@ -73,6 +74,26 @@ MPI_Request *aggio__op_request(struct aggio__op *op) {
 int aggio__op_reserve_requests(struct aggio__op *op, int n) {
   first_slot(op);
   return op->req_cap >= n || grow_requests(op, n) == 0 ? 0 : AGGIO_ERR_NOMEM;
+}
+
+static void free_requests(struct aggio__op *op) {
+  if (!inline_slot(op) && !op->req_lent) {
+    free(op->req);
+    free(op->stat);
+  }
+}
+
+void aggio__op_lend_requests(struct aggio__op *op, MPI_Request *req, MPI_Status *stat,
+                             int cap) {
+  first_slot(op);
+  if (op->req == req || cap <= op->req_cap)
+    return;
+  memcpy(req, op->req, (size_t)op->nreq * sizeof *req);
+  free_requests(op);
+  op->req = req;
+  op->stat = stat;
+  op->req_cap = cap;
+  op->req_lent = 1;
 }
 
 void aggio__op_note(struct aggio__op *op, int rc, const char *what) {
@@ -306,13 +327,10 @@ void aggio__op_free(struct aggio__op *op) {
     op->sdata_free(op);
   op->sdata = NULL;
   op->sdata_free = NULL;
-  if (!inline_slot(op)) {
-    free(op->req);
-    free(op->stat);
-  }
+  free_requests(op);
   op->req = NULL;
   op->stat = NULL;
-  op->nreq = op->req_cap = 0;
+  op->nreq = op->req_cap = op->req_lent = 0;
 }
 
 /* ---- the shared steps of a collective operation ------------------------------------- */

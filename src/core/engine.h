@@ -111,6 +111,8 @@ struct aggio__op {
   MPI_Request req_inline;       /* the first slot, which never fails */
   MPI_Status stat_inline;
   int nreq, req_cap;
+  int req_lent;                 /* req and stat belong to the strategy's kept
+                                 * state (aggio__op_lend_requests) */
   MPI_Request creq;             /* the posted collective of the step (a step */
   MPI_Status cstat;             /* posts at most one): its slot never fails */
   struct aggio__batch batch;    /* I/O jobs of this operation (pool.h) */
@@ -221,6 +223,13 @@ MPI_Request *aggio__op_request(struct aggio__op *op);
  * all of them (a peer waits for each) cannot run out of slots: 0 or
  * AGGIO_ERR_NOMEM. */
 int aggio__op_reserve_requests(struct aggio__op *op, int n);
+
+/* The same with slots that outlive the operation (`cap` of them, kept by
+ * the strategy between calls, at least as many as it reserves): the
+ * operation uses them instead of its own, and never frees them, so that a
+ * step's slots need no allocation.  Only between steps (no request posted). */
+void aggio__op_lend_requests(struct aggio__op *op, MPI_Request *req, MPI_Status *stat,
+                             int cap);
 
 /* Collectives that block in a blocking operation and are posted otherwise;
  * either way op->next runs once they complete, and the time spent waiting

@@ -370,6 +370,7 @@ static void stats_print(struct aggio_file_s *fh, const struct reduced *r) {
   fprintf(f, "  collective calls agreed once: %lld\n", (long long)S(ONE_ROUND));
   fprintf(f, "  collective calls whose first I/O ran again: %lld\n",
           (long long)S(ONE_ROUND_REDONE));
+  fprintf(f, "  two-phase calls set up without an agreement: %lld\n", (long long)S(TP_KEPT));
   fprintf(f, "aggio stats end\n");
   block_end(&b);
 }

@@ -61,7 +61,8 @@
   X(NB_MERGED, "non-blocking collective operations merged into an earlier one")  \
   X(IO_FIRST, "collective calls whose I/O ran before their summary (a guess)")    \
   X(ONE_ROUND, "... agreed once: every rank's I/O had run before the summary")     \
-  X(ONE_ROUND_REDONE, "... whose summary chose otherwise, so the I/O ran again")
+  X(ONE_ROUND_REDONE, "... whose summary chose otherwise, so the I/O ran again")   \
+  X(TP_KEPT, "two-phase calls set up in memory kept from earlier ones, not agreed")
 
 enum aggio__counter {
 #define AGGIO__CTR_ENUM(name, doc) AGGIO_C_##name,

@@ -63,14 +63,6 @@ static aggio_file open_file(const char *hints) {
   return rc == 0 ? fh : NULL;
 }
 
-/* The same value on every rank. */
-static int agreed(int64_t v) {
-  int64_t lo, hi;
-  MPI_Allreduce(&v, &lo, 1, MPI_INT64_T, MPI_MIN, MPI_COMM_WORLD);
-  MPI_Allreduce(&v, &hi, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
-  return lo == hi;
-}
-
 /* Every byte of [0, end) is datum(offset), read through the MPI
  * library's own MPI-IO. */
 static void check_file(int64_t end, const char *what) {
@@ -107,7 +99,7 @@ static void part_repeat(aggio_file fh) {
   for (int k = 0; k < CALLS; k++)
     CHECK(write_rec(fh, k, REC, b) == 0, "write %d: %s", k, aggio_error_message());
   int64_t w_first = ctr(fh, AGGIO_C_IO_FIRST), w_once = ctr(fh, AGGIO_C_ONE_ROUND);
-  CHECK(w_first == CALLS - 1 && w_once == CALLS - 1 && agreed(w_once),
+  CHECK(w_first == CALLS - 1 && w_once == CALLS - 1 && test_same_everywhere(w_once),
         "writes: %lld ran their I/O first, %lld agreed once; expected %d each", (long long)w_first,
         (long long)w_once, CALLS - 1);
   int64_t wrong = 0;
@@ -217,7 +209,7 @@ static void part_fault(aggio_file fh) {
       CHECK(rc == 0, "write %d failed again on rank %d: %s", k, rank, aggio_error_message());
     }
   }
-  CHECK(failed_at == 3 && agreed(failed_at), "rank %d: the failure came at write %d, expected 3",
+  CHECK(failed_at == 3 && test_same_everywhere(failed_at), "rank %d: the failure came at write %d, expected 3",
         rank, failed_at);
   /* the failed record, written again */
   CHECK(write_rec(fh, 3, REC, b) == 0, "write 3 again: %s", aggio_error_message());

@@ -85,13 +85,6 @@ static char *slurp(const char *p, long *len) {
   return b;
 }
 
-static int all_same(int v) {
-  int lo, hi;
-  MPI_Allreduce(&v, &lo, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  MPI_Allreduce(&v, &hi, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  return lo == hi;
-}
-
 /* ---- the mechanism the part asks for -------------------------------------- */
 
 static void test_mechanism(void) {
@@ -517,7 +510,7 @@ static void test_preallocate(void) {
   unsetenv("AGGIO_FAULTS");
   if (fh) {
     int rc = aggio_file_preallocate(fh, 200000);
-    CHECK(rc != 0 && all_same(rc), "injected preallocate failure: rc %d", rc);
+    CHECK(rc != 0 && test_same_everywhere(rc), "injected preallocate failure: rc %d", rc);
     CHECK(aggio_file_preallocate(fh, 200000) == 0, "preallocate after the failure: %s",
           aggio_error_message());
     aggio_file_close(&fh);

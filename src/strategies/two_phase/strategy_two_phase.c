@@ -45,10 +45,13 @@ static int64_t buffer_align(aggio_file fh) {
   return fh->st.dio_align > PAGE ? fh->st.dio_align : PAGE;
 }
 
+static void tp_destroy(struct tp *t);
+
 static void tp_fini(aggio_file fh, void *state) {
   struct tp_file *f = state;
   if (!f)
     return;
+  tp_destroy(f->kept);
   if (f->x)
     f->x->close(fh, f);
   free(f->private_buf);
@@ -91,6 +94,7 @@ static int tp_setup(struct aggio__op *op) {
   fh->strategy_state[AGGIO_STRAT_TWO_PHASE] = f;
   int rc = f ? aggio__tp_offsets_open(fh, f) : AGGIO_ERR_NOMEM;
   if (f) {
+    f->held = (struct aggio__tp_bound){-1, -1}; /* nothing held yet */
     f->exchange_ready = tp_exchange_ready;
     f->round_moved = tp_round_moved;
     f->rounds = tp_rounds;
@@ -143,10 +147,18 @@ static int piece_push(struct piece_list *l, int64_t off, int64_t len, int64_t sp
   return aggio__vec_push(l, ((struct piece){off, len, spos}));
 }
 
-static void tp_free(struct aggio__op *op) {
-  struct tp *t = op->sdata;
+/* The MPI types of the last round, freed (a call's last round keeps its own
+ * until the call ends). */
+static void free_types(struct tp *t) {
+  for (int i = 0; i < t->ntypes; i++)
+    MPI_Type_free(&t->types[i]);
+  t->ntypes = 0;
+}
+
+static void tp_destroy(struct tp *t) {
   if (!t)
     return;
+  free_types(t);
   for (int i = 0; t->mine && i < t->naggr; i++)
     free(t->mine[i].v);
   for (int r = 0; t->theirs && r < t->fh->nprocs; r++)
@@ -155,13 +167,44 @@ static void tp_free(struct aggio__op *op) {
     aggio__extents_free(&t->window[r]);
   aggio__extents_free(&t->slot[0].runs);
   aggio__extents_free(&t->slot[1].runs);
-  for (int i = 0; i < t->ntypes; i++)
-    MPI_Type_free(&t->types[i]);
-  void *arrays[] = {t->fd_lo, t->fd_hi, t->mine, t->theirs, t->their_cursor, t->window,
-                    t->types, t->blens, t->disps, t->tdisps, t->note};
+  void *arrays[] = {t->fd_lo,  t->fd_hi, t->mine,   t->theirs, t->their_cursor,
+                    t->window, t->types, t->blens,  t->disps,  t->tdisps,
+                    t->note,   t->req,   t->stat};
   for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
     free(arrays[i]);
   free(t);
+}
+
+/* The kept state after a call: its lists emptied, their memory kept. */
+static void tp_reset(struct tp *t) {
+  free_types(t);
+  for (int i = 0; t->mine && i < t->naggr; i++)
+    t->mine[i].n = t->mine[i].cursor = 0;
+  for (int r = 0; t->theirs && r < t->fh->nprocs; r++)
+    aggio__extents_clear(&t->theirs[r]);
+  for (int r = 0; t->window && r < t->fh->nprocs; r++)
+    aggio__extents_clear(&t->window[r]);
+  if (t->their_cursor)
+    memset(t->their_cursor, 0, (size_t)t->fh->nprocs * sizeof *t->their_cursor);
+  for (int s = 0; s < 2; s++) {
+    struct slot *sl = &t->slot[s];
+    aggio__extents_clear(&sl->runs);
+    sl->lo = 0;
+    sl->rmw = 0;
+    memset(&sl->batch, 0, sizeof sl->batch);
+    memset(&sl->job, 0, sizeof sl->job);
+  }
+  t->op = NULL;
+  t->cb = t->nrounds = t->k = 0;
+  t->setup_failed = t->keep = t->fast = 0;
+}
+
+static void tp_free(struct aggio__op *op) {
+  struct tp *t = op->sdata;
+  if (t && t == t->f->kept)
+    tp_reset(t);
+  else
+    tp_destroy(t);
 }
 
 /* ---- set-up ------------------------------------------------------------------------ */
@@ -275,49 +318,104 @@ static int64_t call_unit(struct tp *t, int *groups) {
                             fh->st.subfile_stripe, fh->hints.striping_unit.num);
 }
 
-/* Everything the call needs that does not depend on other ranks: domains,
- * my pieces, the aggregator's per-rank lists and the buffers. */
-static int plan_call(struct tp *t) {
+/* The arrays sized by ranks and aggregators, made by the first call that
+ * can (a kept state keeps them: plan/tp_keep.h). */
+static int make_arrays(struct tp *t) {
   aggio_file fh = t->fh;
-  const struct aggio__call_summary *s = &t->op->sum;
-  int A = fh->topo.naggr, P = t->me >= 0 ? fh->nprocs : 0;
-  t->fd_lo = aggio__malloc(fh, (size_t)A * sizeof *t->fd_lo);
-  t->fd_hi = aggio__malloc(fh, (size_t)A * sizeof *t->fd_hi);
-  t->mine = aggio__calloc(fh, (size_t)A, sizeof *t->mine);
-  t->types = aggio__malloc(fh, (size_t)(2 * A + P) * sizeof *t->types);
+  int A = t->naggr, P = t->me >= 0 ? fh->nprocs : 0;
+  if (!t->fd_lo)
+    t->fd_lo = aggio__malloc(fh, (size_t)A * sizeof *t->fd_lo);
+  if (!t->fd_hi)
+    t->fd_hi = aggio__malloc(fh, (size_t)A * sizeof *t->fd_hi);
+  if (!t->mine)
+    t->mine = aggio__calloc(fh, (size_t)A, sizeof *t->mine);
+  if (!t->types)
+    t->types = aggio__malloc(fh, (size_t)(2 * A + P) * sizeof *t->types);
   if (!t->fd_lo || !t->fd_hi || !t->mine || !t->types)
     return AGGIO_ERR_NOMEM;
   if (P > 0) {
-    t->theirs = aggio__calloc(fh, (size_t)P, sizeof *t->theirs);
-    t->their_cursor = aggio__calloc(fh, (size_t)P, sizeof *t->their_cursor);
-    t->window = aggio__calloc(fh, (size_t)P, sizeof *t->window);
+    if (!t->theirs)
+      t->theirs = aggio__calloc(fh, (size_t)P, sizeof *t->theirs);
+    if (!t->their_cursor)
+      t->their_cursor = aggio__calloc(fh, (size_t)P, sizeof *t->their_cursor);
+    if (!t->window)
+      t->window = aggio__calloc(fh, (size_t)P, sizeof *t->window);
     if (!t->theirs || !t->their_cursor || !t->window)
       return AGGIO_ERR_NOMEM;
   }
-  int groups;
-  int64_t unit = call_unit(t, &groups);
-  aggio__cyclic_init(&t->cyc, unit, groups, s->lo, s->hi);
-  if (unit > 0) {
-    aggio__cyclic_domains(&t->cyc, s->lo, s->hi, A, t->fd_lo, t->fd_hi);
+  return 0;
+}
+
+/* Whether this call keeps its lists, and whether it fits what every rank
+ * already holds (plan/tp_keep.h): from agreed values only, so that every
+ * rank decides alike.  Cyclic domains split a range at every stripe, which
+ * the summary does not bound: they never keep. */
+static void decide_keep(struct tp *t) {
+  const struct aggio__call_summary *s = &t->op->sum;
+  const struct aggio__tp_sizes sz = {sizeof(struct piece), sizeof(struct aggio__extent),
+                                     sizeof(int) + 2 * sizeof(MPI_Aint)};
+  t->keep = t == t->f->kept && t->unit == 0 &&
+            aggio__tp_keep_bound(s->pieces, s->most_pieces, t->fh->nprocs, t->naggr, &sz,
+                                 &t->bound);
+  t->fast = t->keep && aggio__tp_keep_fits(&t->f->held, &t->bound);
+}
+
+/* The file domains of the call's range, unless the kept ones are for the
+ * same range. */
+static void make_domains(struct tp *t) {
+  aggio_file fh = t->fh;
+  const struct aggio__call_summary *s = &t->op->sum;
+  aggio__cyclic_init(&t->cyc, t->unit, t->groups, s->lo, s->hi);
+  if (t->dom_valid && t->dom_lo == s->lo && t->dom_hi == s->hi && t->dom_unit == t->unit &&
+      t->dom_groups == t->groups)
+    return;
+  if (t->unit > 0) {
+    aggio__cyclic_domains(&t->cyc, s->lo, s->hi, t->naggr, t->fd_lo, t->fd_hi);
   } else {
     int64_t align = fh->hints.striping_unit.num > 0 ? fh->hints.striping_unit.num : fh->st.block;
-    aggio__file_domains(s->lo, s->hi, A, align, t->fd_lo, t->fd_hi);
+    aggio__file_domains(s->lo, s->hi, t->naggr, align, t->fd_lo, t->fd_hi);
   }
-  int64_t largest = 0;
+  t->dom_lo = s->lo;
+  t->dom_hi = s->hi;
+  t->dom_unit = t->unit;
+  t->dom_groups = t->groups;
+  t->dom_valid = t == t->f->kept;
+}
+
+static void count_domains(struct tp *t) {
+  struct aggio__stats *st = t->fh->obs.stats;
+  int A = t->naggr, active = 0;
+  if (!st)
+    return;
+  aggio__stats_set_domains(st, A, t->fd_lo, t->fd_hi);
+  aggio__stats_set_cyclic(st, t->unit, t->groups);
   for (int i = 0; i < A; i++)
+    active += t->fd_hi[i] > t->fd_lo[i];
+  if (active > 0)
+    st->c[aggio__active_bucket(active, A)]++;
+}
+
+/* Everything the call needs that does not depend on other ranks: domains,
+ * my pieces, the aggregator's per-rank lists and the buffers.  A kept
+ * call reserves each of my lists to the call's bound first: a later call
+ * that fits then pushes without growing them. */
+static int plan_call(struct tp *t) {
+  int rc = make_arrays(t);
+  if (rc != 0)
+    return rc;
+  t->unit = call_unit(t, &t->groups);
+  decide_keep(t);
+  make_domains(t);
+  int64_t largest = 0;
+  for (int i = 0; i < t->naggr; i++)
     largest = t->fd_hi[i] - t->fd_lo[i] > largest ? t->fd_hi[i] - t->fd_lo[i] : largest;
-  t->cb = aggio__round_size(largest, buffer_bytes(fh), t->f->align, t->pipeline);
-  t->nrounds = aggio__round_count(A, t->fd_lo, t->fd_hi, t->cb);
-  if (fh->obs.stats) {
-    aggio__stats_set_domains(fh->obs.stats, A, t->fd_lo, t->fd_hi);
-    aggio__stats_set_cyclic(fh->obs.stats, unit, groups);
-    int active = 0;
-    for (int i = 0; i < A; i++)
-      active += t->fd_hi[i] > t->fd_lo[i];
-    if (active > 0)
-      fh->obs.stats->c[aggio__active_bucket(active, A)]++;
-  }
-  return unit > 0 ? split_mine_cyclic(t) : split_mine(t);
+  t->cb = aggio__round_size(largest, buffer_bytes(t->fh), t->f->align, t->pipeline);
+  t->nrounds = aggio__round_count(t->naggr, t->fd_lo, t->fd_hi, t->cb);
+  count_domains(t);
+  for (int i = 0; t->keep && i < t->naggr; i++)
+    if (aggio__vec_reserve(&t->mine[i], (size_t)t->bound.most) != 0)
+      return AGGIO_ERR_NOMEM;
+  return t->unit > 0 ? split_mine_cyclic(t) : split_mine(t);
 }
 
 static int round_begin(struct aggio__op *op);
@@ -330,9 +428,21 @@ static int tp_start(struct aggio__op *op) {
   return aggio__then(op, tp_begin, AGGIO_P_PLAN);
 }
 
+/* The call's state: the file's kept one, made by its first call (not
+ * with aggregators placed per call, which may remake the file's state). */
+static struct tp *take_state(aggio_file fh) {
+  struct tp_file *f = aggio__tp_file(fh);
+  if (f->kept)
+    return f->kept;
+  struct tp *t = aggio__calloc(fh, 1, sizeof *t);
+  if (t && !fh->topo.call_place)
+    f->kept = t;
+  return t;
+}
+
 static int tp_begin(struct aggio__op *op) {
   aggio_file fh = op->fh;
-  struct tp *t = aggio__calloc(fh, 1, sizeof *t);
+  struct tp *t = take_state(fh);
   op->sdata = t;
   op->sdata_free = tp_free;
   if (!t) {

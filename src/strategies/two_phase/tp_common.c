@@ -41,18 +41,42 @@ int aggio__tp_scratch(struct tp *t, size_t n) {
 /* Every scratch array and request slot the rounds will use, before the
  * agreement that precedes them: after it, a local failure (a refused
  * write, a full disk) no longer stops the exchanges. */
+/* A kept state's request slots, enough for any call, lent to this one. */
+static int lend_requests(struct tp *t, int n) {
+  if (!t->req) {
+    t->req = aggio__malloc(t->fh, (size_t)n * sizeof *t->req);
+    t->stat = aggio__malloc(t->fh, (size_t)n * sizeof *t->stat);
+    if (!t->req || !t->stat) {
+      free(t->req);
+      free(t->stat);
+      t->req = NULL;
+      t->stat = NULL;
+      return AGGIO_ERR_NOMEM;
+    }
+    t->req_cap = n;
+  }
+  aggio__op_lend_requests(t->op, t->req, t->stat, t->req_cap);
+  return 0;
+}
+
 int aggio__tp_reserve_rounds(struct tp *t, size_t total, size_t most, int active) {
   aggio_file fh = t->fh;
   size_t notes = 4 * (size_t)t->naggr + (t->me >= 0 ? 2 * (size_t)fh->nprocs : 0);
-  t->note = aggio__malloc(fh, notes * sizeof *t->note);
+  if (t->keep) { /* the bounds, in memory the file keeps (plan/tp_keep.h) */
+    total = (size_t)t->bound.total;
+    most = (size_t)t->bound.most;
+  }
+  if (!t->note) /* its size never changes */
+    t->note = aggio__malloc(fh, notes * sizeof *t->note);
   if (!t->note || aggio__extents_reserve(&t->slot[0].runs, total) != 0 ||
       aggio__extents_reserve(&t->slot[1].runs, total) != 0)
     return AGGIO_ERR_NOMEM;
   /* a round posts at most two requests per aggregator and per active rank
-   * (the RMA exchange's notices) */
-  if (aggio__op_reserve_requests(t->op, 2 * t->naggr + 2 * active + 2) != 0)
-    return AGGIO_ERR_NOMEM;
-  return aggio__tp_scratch(t, most + 1);
+   * (the RMA exchange's notices); every rank may be active */
+  int slots = 2 * t->naggr + 2 * active + 2;
+  int rc = t->keep ? lend_requests(t, 2 * t->naggr + 2 * fh->nprocs + 2)
+                   : aggio__op_reserve_requests(t->op, slots);
+  return rc != 0 ? AGGIO_ERR_NOMEM : aggio__tp_scratch(t, most + 1);
 }
 
 int64_t aggio__tp_my_parts(struct tp *t, int i, int64_t *lo, int64_t *hi,

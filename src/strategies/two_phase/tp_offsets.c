@@ -228,8 +228,9 @@ static int start_list(struct tp *t, int r, size_t *total, size_t *most) {
   if (m[0] < 0 || m[0] > INT_MAX)
     return AGGIO_ERR_MPI; /* not a message this exchange sends */
   size_t n = (size_t)m[0], k = n < TP_INLINE ? n : TP_INLINE;
-  if (aggio__extents_reserve(&t->theirs[r], n) != 0 ||
-      aggio__extents_reserve(&t->window[r], n) != 0)
+  size_t room = t->keep && (size_t)t->bound.most > n ? (size_t)t->bound.most : n;
+  if (aggio__extents_reserve(&t->theirs[r], room) != 0 ||
+      aggio__extents_reserve(&t->window[r], room) != 0)
     return AGGIO_ERR_NOMEM;
   for (size_t j = 0; j < k; j++)
     aggio__extents_push(&t->theirs[r], m[1 + 2 * j], m[2 + 2 * j]); /* reserved */
@@ -257,14 +258,32 @@ static int reserve_all(struct tp *t) {
 
 static int send_rest(struct aggio__op *op);
 
+static int set_up_agreed(struct aggio__op *op);
+
 /* Before the rest travels, every rank has the memory for it and for the
  * rounds: after this, a local failure (a refused write, a full disk) no
- * longer stops the exchanges. */
+ * longer stops the exchanges.  A call that fits the memory every rank
+ * kept from an agreed earlier call (t->fast, plan/tp_keep.h) allocates
+ * nothing here, so it cannot fail, and every rank skips the agreement. */
 static int reserve_lists(struct aggio__op *op) {
   struct tp *t = op->sdata;
   if (t && op->err.code == 0)
     aggio__op_note(op, reserve_all(t), "two-phase set-up");
-  return aggio__op_agree_then(op, send_rest, AGGIO_P_PLAN);
+  if (t && t->fast) {
+    if (op->fh->obs.stats)
+      op->fh->obs.stats->c[AGGIO_C_TP_KEPT]++;
+    return aggio__then(op, send_rest, AGGIO_P_PLAN);
+  }
+  return aggio__op_agree_then(op, set_up_agreed, AGGIO_P_PLAN);
+}
+
+/* Every rank reserved this call's bounds (when it keeps): every rank now
+ * holds them. */
+static int set_up_agreed(struct aggio__op *op) {
+  struct tp *t = op->sdata;
+  if (t->keep)
+    aggio__tp_keep_hold(&t->f->held, &t->bound);
+  return aggio__then(op, send_rest, AGGIO_P_PLAN);
 }
 
 static int unpack_rest(struct aggio__op *op);

@@ -19,6 +19,7 @@
 #include "cyclic.h"
 #include "engine.h"
 #include "shm.h"
+#include "tp_keep.h"
 
 /* ---- per-file state ------------------------------------------------------------------ */
 
@@ -72,6 +73,13 @@ struct tp_file {
   /* set-up: the method asked for could not run on every rank (why) */
   int refused;
   char why[200];
+  /* The calls' state kept between them (plan/tp_keep.h): made by the
+   * file's first call and reset after each (collective operations of a
+   * file run one at a time, core/request.c), and the largest bounds a
+   * call reserved it to and agreed on: the same on every rank.  Not with
+   * aggregators placed per call (tp_place.c). */
+  struct tp *kept;
+  struct aggio__tp_bound held;
 };
 
 /* Total bytes of an aggregator's header and buffers, before alignment. */
@@ -138,6 +146,19 @@ struct tp {
   int64_t *note;           /* [4 naggr (+ 2 nprocs on aggregators)]: the RMA
                             * exchange's notices */
   int setup_failed;
+  /* kept between calls (tp_file.kept): */
+  MPI_Request *req;        /* the rounds' request slots, lent to each call */
+  MPI_Status *stat;
+  int req_cap;
+  int64_t dom_lo, dom_hi, dom_unit; /* the range the domains were made for */
+  int dom_groups, dom_valid;
+  /* this call: */
+  int64_t unit;            /* stripe of cyclic domains, or 0 (call_unit) */
+  int groups;
+  int keep;                /* its lists are reserved to `bound` (tp_keep.h) */
+  int fast;                /* `bound` fits what every rank holds: no set-up
+                            * agreement */
+  struct aggio__tp_bound bound;
 };
 
 /* Where file offset `off` of a window starting at `lo` lives in a buffer:
@@ -171,7 +192,8 @@ void aggio__tp_offsets_close(struct tp_file *f);
 int aggio__tp_offsets(struct aggio__op *op);
 
 /* The rounds' memory, before the agreement that precedes them: `total`
- * pieces in my domain and `most` in one list, from `active` ranks. */
+ * pieces in my domain and `most` in one list, from `active` ranks (with
+ * t->keep, the call's bounds and every rank instead, in slots kept). */
 int aggio__tp_reserve_rounds(struct tp *t, size_t total, size_t most, int active);
 
 /* One MPI_Isend (is_send) or MPI_Irecv on the file's communicator, in a
