@@ -38,9 +38,6 @@ int aggio__tp_scratch(struct tp *t, size_t n) {
   return 0;
 }
 
-/* Every scratch array and request slot the rounds will use, before the
- * agreement that precedes them: after it, a local failure (a refused
- * write, a full disk) no longer stops the exchanges. */
 /* A kept state's request slots, enough for any call, lent to this one. */
 static int lend_requests(struct tp *t, int n) {
   if (!t->req) {
@@ -59,6 +56,9 @@ static int lend_requests(struct tp *t, int n) {
   return 0;
 }
 
+/* Every scratch array and request slot the rounds will use, before the
+ * agreement that precedes them: after it, a local failure (a refused
+ * write, a full disk) no longer stops the exchanges. */
 int aggio__tp_reserve_rounds(struct tp *t, size_t total, size_t most, int active) {
   aggio_file fh = t->fh;
   size_t notes = 4 * (size_t)t->naggr + (t->me >= 0 ? 2 * (size_t)fh->nprocs : 0);
