@@ -32,6 +32,14 @@ void aggio__op_reassign(struct aggio__op *op, int to, double seconds) {
 
 static int inline_slot(const struct aggio__op *op) { return op->req == &op->req_inline; }
 
+/* The request slots, unless they are the inline one or lent. */
+static void free_requests(struct aggio__op *op) {
+  if (!inline_slot(op) && !op->req_lent) {
+    free(op->req);
+    free(op->stat);
+  }
+}
+
 static int grow_requests(struct aggio__op *op, int at_least) {
   int cap = op->req_cap > 1 ? 2 * op->req_cap : 8;
   cap = cap > at_least ? cap : at_least;
@@ -43,10 +51,7 @@ static int grow_requests(struct aggio__op *op, int at_least) {
     return -1;
   }
   memcpy(r, op->req, (size_t)op->nreq * sizeof *r);
-  if (!inline_slot(op) && !op->req_lent) {
-    free(op->req);
-    free(op->stat);
-  }
+  free_requests(op);
   op->req = r;
   op->stat = st;
   op->req_cap = cap;
@@ -74,13 +79,6 @@ MPI_Request *aggio__op_request(struct aggio__op *op) {
 int aggio__op_reserve_requests(struct aggio__op *op, int n) {
   first_slot(op);
   return op->req_cap >= n || grow_requests(op, n) == 0 ? 0 : AGGIO_ERR_NOMEM;
-}
-
-static void free_requests(struct aggio__op *op) {
-  if (!inline_slot(op) && !op->req_lent) {
-    free(op->req);
-    free(op->stat);
-  }
 }
 
 void aggio__op_lend_requests(struct aggio__op *op, MPI_Request *req, MPI_Status *stat,

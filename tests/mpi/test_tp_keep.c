@@ -7,8 +7,8 @@
  * interleaved with the other ranks' (a strided view, as ior-hard's), on
  * two emulated nodes, several rounds per call:
  *   repeat  six writes of 16 pieces, one of them over the previous call's
- *           range again (its domains kept too), then six reads: every call
- *           after the first is set up without an agreement;
+ *           range again, then six reads: every call after the first is
+ *           set up without an agreement;
  *   grow    piece counts 4, 8, 4, 2, 8, 16, 16: a call with more pieces
  *           than any before agrees (and raises what is held), the others
  *           do not;

@@ -360,26 +360,18 @@ static void decide_keep(struct tp *t) {
   t->fast = t->keep && aggio__tp_keep_fits(&t->f->held, &t->bound);
 }
 
-/* The file domains of the call's range, unless the kept ones are for the
- * same range. */
+/* The file domains of the call's range (O(aggregators): made again each
+ * call, nothing to keep). */
 static void make_domains(struct tp *t) {
   aggio_file fh = t->fh;
   const struct aggio__call_summary *s = &t->op->sum;
   aggio__cyclic_init(&t->cyc, t->unit, t->groups, s->lo, s->hi);
-  if (t->dom_valid && t->dom_lo == s->lo && t->dom_hi == s->hi && t->dom_unit == t->unit &&
-      t->dom_groups == t->groups)
-    return;
   if (t->unit > 0) {
     aggio__cyclic_domains(&t->cyc, s->lo, s->hi, t->naggr, t->fd_lo, t->fd_hi);
   } else {
     int64_t align = fh->hints.striping_unit.num > 0 ? fh->hints.striping_unit.num : fh->st.block;
     aggio__file_domains(s->lo, s->hi, t->naggr, align, t->fd_lo, t->fd_hi);
   }
-  t->dom_lo = s->lo;
-  t->dom_hi = s->hi;
-  t->dom_unit = t->unit;
-  t->dom_groups = t->groups;
-  t->dom_valid = t == t->f->kept;
 }
 
 static void count_domains(struct tp *t) {

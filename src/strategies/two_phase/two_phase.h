@@ -150,8 +150,6 @@ struct tp {
   MPI_Request *req;        /* the rounds' request slots, lent to each call */
   MPI_Status *stat;
   int req_cap;
-  int64_t dom_lo, dom_hi, dom_unit; /* the range the domains were made for */
-  int dom_groups, dom_valid;
   /* this call: */
   int64_t unit;            /* stripe of cyclic domains, or 0 (call_unit) */
   int groups;
