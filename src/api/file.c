@@ -234,6 +234,7 @@ static void release(aggio_file fh) {
   free(fh->path);
   pthread_mutex_destroy(&fh->obs.trace_lock);
   pthread_mutex_destroy(&fh->info_lock);
+  pthread_mutex_destroy(&fh->dio_lock);
   free(fh);
 }
 
@@ -283,6 +284,7 @@ static aggio_file new_handle(MPI_Comm comm, const char *filename, int amode,
   fh->strategies = aggio__strategy_registry();
   pthread_mutex_init(&fh->obs.trace_lock, NULL);
   pthread_mutex_init(&fh->info_lock, NULL);
+  pthread_mutex_init(&fh->dio_lock, NULL);
   fh->amode = amode;
   fh->auto_previous = -1;
   fh->early_wb_min = -1; /* until the storage is chosen */

@@ -10,9 +10,31 @@
 #include "engine.h"
 #include "writeback.h"
 
-/* Large requests go to the device (direct I/O where the file system
- * allows it); small ones through the page cache. */
-#define DIRECT_REQUEST (4 << 20)
+/* Whether a write of `len` bytes goes to the device (direct I/O where the
+ * file system allows it) or through the page cache: from the
+ * aggio_direct_min hint's size when it is set, else large requests direct,
+ * small ones cached, and those between as measured (dio_choice.h).
+ * *probe: the request tries the way that has been slower. */
+static int pick_way(aggio_file fh, int64_t len, int *probe) {
+  *probe = 0;
+  int64_t fixed = fh->hints.direct_min.num;
+  if (fixed > 0)
+    return len >= fixed ? AGGIO_WAY_DIRECT : AGGIO_WAY_CACHE;
+  if (__atomic_load_n(&fh->st.dio, __ATOMIC_RELAXED) == AGGIO_DIO_OFF)
+    return AGGIO_WAY_CACHE; /* nothing to choose between */
+  pthread_mutex_lock(&fh->dio_lock);
+  int way = aggio__dio_pick(&fh->dio_choice, len, probe);
+  pthread_mutex_unlock(&fh->dio_lock);
+  return way;
+}
+
+static void learn_way(aggio_file fh, int way, int probe, int64_t len, double seconds) {
+  if (fh->hints.direct_min.num > 0)
+    return;
+  pthread_mutex_lock(&fh->dio_lock);
+  aggio__dio_learn(&fh->dio_choice, way, probe, len, (int64_t)(seconds * 1e9));
+  pthread_mutex_unlock(&fh->dio_lock);
+}
 
 static int write_ranges(struct aggio__op *op) {
   aggio_file fh = op->fh;
@@ -20,10 +42,13 @@ static int write_ranges(struct aggio__op *op) {
   int64_t spos = 0;
   for (size_t i = 0; i < acc->file.n; i++) {
     const struct aggio__extent *x = &acc->file.v[i];
-    int flags = x->len >= DIRECT_REQUEST ? AGGIO_IO_DIRECT_OK : 0;
+    int probe, way = pick_way(fh, x->len, &probe);
+    int flags = way == AGGIO_WAY_DIRECT ? AGGIO_IO_DIRECT_OK : 0;
+    double t0 = aggio__now();
     int rc = aggio__pwrite(fh, acc->stream + spos, x->len, x->off, flags, &op->err);
     if (rc != 0)
       return rc;
+    learn_way(fh, way, probe, x->len, aggio__now() - t0);
     if (!flags || __atomic_load_n(&fh->st.dio, __ATOMIC_RELAXED) == AGGIO_DIO_OFF)
       aggio__writeback_note(fh, x->off, x->len); /* it went through the page cache */
     spos += x->len;

@@ -24,6 +24,7 @@
 
 #include "aggio.h"
 #include "errors.h"
+#include "dio_choice.h"
 #include "extent.h"
 #include "flat.h"
 #include "hints.h"
@@ -161,6 +162,9 @@ struct aggio_file_s {
   struct aggio__pool *pool;    /* the process's I/O threads (pool.c), once used */
   struct aggio__writeback *early_wb; /* early write-back (writeback.c), once used */
   int64_t early_wb_min;        /* its smallest write, -1 off (aggio_early_writeback) */
+  struct aggio__dio_choice dio_choice; /* page cache or direct for independent
+                                * writes of 1-4 MiB, measured (dio_choice.h) */
+  pthread_mutex_t dio_lock;    /* dio_choice: non-blocking writes run on I/O threads */
   MPI_Datatype summary_type;   /* struct aggio__call_summary, and its reduction */
   MPI_Op summary_op;
 

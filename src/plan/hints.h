@@ -80,6 +80,9 @@ enum aggio__tristate { AGGIO_DISABLE = 0, AGGIO_ENABLE = 1, AGGIO_AUTOMATIC = 2 
     "node_local: aggregators per node (0: those cb_config_list names, at least 1)")          \
   X(direct_io, "aggio_direct_io", AGGIO_HK_TRISTATE, "automatic", 1,                         \
     "O_DIRECT for large aligned writes: enable, disable, auto")                              \
+  X(direct_min, "aggio_direct_min", AGGIO_HK_SIZE, "0", 1,                                  \
+    "smallest independent write sent to the device with direct I/O (0: automatic: from 4 "     \
+    "MiB, and from 1 MiB where the file measured direct writes faster)")                     \
   X(early_writeback, "aggio_early_writeback", AGGIO_HK_TRISTATE, "automatic", 1,            \
     "large independent writes through the page cache start their write-back at once, on an "   \
     "I/O thread (automatic: requests of 1 MiB and more)")                                     \

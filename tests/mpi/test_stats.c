@@ -466,6 +466,81 @@ static void test_early_writeback(void) {
   early_writeback_case("disable", 1 << 20, 0);
 }
 
+/* The threshold of direct independent writes (aggio_direct_min, plan/
+ * dio_choice.h): `n` writes of `size` bytes per rank under the hint
+ * `value`; the stats block's direct writes are `direct` per rank (-1: one
+ * or two, the measured choice's try of direct and perhaps the next), unless
+ * the file system refused O_DIRECT (then none, and the count is not
+ * checked); the bytes read back are every rank's. */
+static void direct_min_case(const char *value, int size, int n, int direct) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/stats_dmin_np%d.dat", test_dir(), nprocs);
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "aggio_stats", "true");
+  MPI_Info_set(info, "aggio_direct_min", value);
+  struct capture cap;
+  capture_begin(&cap, "dmin");
+  aggio_file fh;
+  int rc = aggio_file_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, info, &fh);
+  MPI_Info_free(&info);
+  CHECK(rc == 0, "open: %s", aggio_error_message());
+  char *buf = aligned_alloc(4096, (size_t)size), *back = malloc((size_t)size);
+  for (int k = 0; rc == 0 && k < n; k++) { /* segmented: rank r's k-th block */
+    memset(buf, 'a' + (rank + k) % 26, (size_t)size);
+    rc = aggio_file_write_at(fh, ((MPI_Offset)k * nprocs + rank) * size, buf, size, MPI_BYTE,
+                             MPI_STATUS_IGNORE);
+  }
+  CHECK(rc == 0, "aggio_direct_min=%s: write_at: %s", value, aggio_error_message());
+  char ignored[1024] = "";
+  MPI_Info used;
+  if (aggio_file_get_info(fh, &used) == 0) {
+    int flag = 0;
+    MPI_Info_get(used, "aggio_hints_ignored", sizeof ignored - 1, ignored, &flag);
+    MPI_Info_free(&used);
+  }
+  rc |= aggio_file_sync(fh);
+  MPI_Barrier(MPI_COMM_WORLD);
+  int other = (rank + 1) % nprocs;
+  rc |= aggio_file_read_at(fh, ((MPI_Offset)(n - 1) * nprocs + other) * size, back, size,
+                           MPI_BYTE, MPI_STATUS_IGNORE);
+  CHECK(rc == 0 && back[0] == 'a' + (other + n - 1) % 26 && back[size - 1] == back[0],
+        "aggio_direct_min=%s: another rank's last block read back wrong", value);
+  aggio_file_close(&fh);
+  char *out = capture_end(&cap);
+  if (rank == 0) {
+    char *b = block(out, "aggio stats for file \"", "aggio stats end\n");
+    long long d = ivalue(b, "direct writes");
+    if (strstr(ignored, "aggio_direct_io"))
+      CHECK(d == 0, "O_DIRECT refused (%s), yet %lld direct writes", ignored, d);
+    else if (direct < 0)
+      CHECK(d >= nprocs && d <= 2 * nprocs, "aggio_direct_min=%s, %d x %d bytes: %lld direct "
+            "writes, one or two per rank expected", value, n, size, d);
+    else
+      CHECK(d == (long long)direct * nprocs, "aggio_direct_min=%s, %d x %d bytes: %lld "
+            "direct writes, expected %d per rank", value, n, size, d, direct);
+    free(b);
+  }
+  free(out);
+  free(buf);
+  free(back);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0)
+    unlink(path);
+}
+
+static void test_direct_min(void) {
+  direct_min_case("1m", 1 << 20, 3, 3); /* fixed: every 1 MiB request direct */
+  direct_min_case("4m", 1 << 20, 3, 0); /* fixed: none */
+  direct_min_case("4m", 4 << 20, 2, 2);
+  direct_min_case("2m", 2 << 20, 2, 2);
+  /* automatic, 3 requests of 1 MiB: the first cached, the second tries
+   * direct, the third goes the way that was faster (timing decides) */
+  direct_min_case("0", 1 << 20, 3, -1);
+  direct_min_case("0", 1 << 20, 1, 0); /* one request: cached, nothing measured yet */
+  direct_min_case("0", 512 << 10, 3, 0); /* under 1 MiB: never direct */
+}
+
 /* Nothing on: nothing printed. */
 static void test_quiet(void) {
   char path[512];
@@ -555,6 +630,7 @@ int main(int argc, char **argv) {
   test_independent();
   test_quiet();
   test_early_writeback();
+  test_direct_min();
   test_accounting();
   int rc = test_summary_mpi(MPI_COMM_WORLD);
   MPI_Finalize();
