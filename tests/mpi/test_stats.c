@@ -411,6 +411,33 @@ static void test_independent(void) {
   run_free(&rn);
 }
 
+/* Opens `path` (created) with the statistics on and `key`=`value`, the
+ * output captured from here on (under `tag`); *rc: the open's result. */
+static aggio_file open_counted(const char *path, const char *key, const char *value,
+                               struct capture *cap, const char *tag, int *rc) {
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "aggio_stats", "true");
+  MPI_Info_set(info, key, value);
+  capture_begin(cap, tag);
+  aggio_file fh = NULL;
+  *rc = aggio_file_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, info, &fh);
+  MPI_Info_free(&info);
+  CHECK(*rc == 0, "open with %s=%s: %s", key, value, aggio_error_message());
+  return fh;
+}
+
+/* After open_counted's case: frees its captured output and buffers, and
+ * removes the file once every rank is done with it. */
+static void close_counted(const char *path, char *out, char *buf, char *back) {
+  free(out);
+  free(buf);
+  free(back);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0)
+    unlink(path);
+}
+
 /* Early write-back (core/writeback.c): independent writes through the page
  * cache of `size` bytes per rank, two each, under aggio_early_writeback =
  * `mode`; the stats block says how many write-backs an I/O thread started
@@ -418,16 +445,9 @@ static void test_independent(void) {
 static void early_writeback_case(const char *mode, int size, int started) {
   char path[512];
   snprintf(path, sizeof path, "%s/stats_ewb_np%d.dat", test_dir(), nprocs);
-  MPI_Info info;
-  MPI_Info_create(&info);
-  MPI_Info_set(info, "aggio_stats", "true");
-  MPI_Info_set(info, "aggio_early_writeback", mode);
   struct capture cap;
-  capture_begin(&cap, "ewb");
-  aggio_file fh;
-  int rc = aggio_file_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, info, &fh);
-  MPI_Info_free(&info);
-  CHECK(rc == 0, "open: %s", aggio_error_message());
+  int rc;
+  aggio_file fh = open_counted(path, "aggio_early_writeback", mode, &cap, "ewb", &rc);
   char *buf = malloc((size_t)size), *back = malloc((size_t)size);
   memset(buf, 'a' + rank % 26, (size_t)size);
   for (int k = 0; rc == 0 && k < 2; k++) /* segmented: rank r's k-th block */
@@ -451,12 +471,7 @@ static void early_writeback_case(const char *mode, int size, int started) {
           mode, size, n, bytes);
     free(b);
   }
-  free(out);
-  free(buf);
-  free(back);
-  MPI_Barrier(MPI_COMM_WORLD);
-  if (rank == 0)
-    unlink(path);
+  close_counted(path, out, buf, back);
 }
 
 static void test_early_writeback(void) {
@@ -475,16 +490,9 @@ static void test_early_writeback(void) {
 static void direct_min_case(const char *value, int size, int n, int direct) {
   char path[512];
   snprintf(path, sizeof path, "%s/stats_dmin_np%d.dat", test_dir(), nprocs);
-  MPI_Info info;
-  MPI_Info_create(&info);
-  MPI_Info_set(info, "aggio_stats", "true");
-  MPI_Info_set(info, "aggio_direct_min", value);
   struct capture cap;
-  capture_begin(&cap, "dmin");
-  aggio_file fh;
-  int rc = aggio_file_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, info, &fh);
-  MPI_Info_free(&info);
-  CHECK(rc == 0, "open: %s", aggio_error_message());
+  int rc;
+  aggio_file fh = open_counted(path, "aggio_direct_min", value, &cap, "dmin", &rc);
   char *buf = aligned_alloc(4096, (size_t)size), *back = malloc((size_t)size);
   for (int k = 0; rc == 0 && k < n; k++) { /* segmented: rank r's k-th block */
     memset(buf, 'a' + (rank + k) % 26, (size_t)size);
@@ -521,12 +529,7 @@ static void direct_min_case(const char *value, int size, int n, int direct) {
             "direct writes, expected %d per rank", value, n, size, d, direct);
     free(b);
   }
-  free(out);
-  free(buf);
-  free(back);
-  MPI_Barrier(MPI_COMM_WORLD);
-  if (rank == 0)
-    unlink(path);
+  close_counted(path, out, buf, back);
 }
 
 static void test_direct_min(void) {
