@@ -14,14 +14,19 @@
  * file system allows it) or through the page cache: from the
  * aggio_direct_min hint's size when it is set, else large requests direct,
  * small ones cached, and those between as measured (dio_choice.h).
- * *probe: the request tries the way that has been slower. */
-static int pick_way(aggio_file fh, int64_t len, int *probe) {
-  *probe = 0;
+ * *timed: the choice was measured, and the request's time is to be
+ * learnt (with *probe: it tries the way that has been slower).  Only
+ * those requests take the lock and the clock. */
+static int pick_way(aggio_file fh, int64_t len, int *timed, int *probe) {
+  *timed = *probe = 0;
   int64_t fixed = fh->hints.direct_min.num;
   if (fixed > 0)
     return len >= fixed ? AGGIO_WAY_DIRECT : AGGIO_WAY_CACHE;
+  if (!aggio__dio_measured(len))
+    return aggio__dio_pick(&fh->dio_choice, len, probe); /* the fixed rule: no state */
   if (__atomic_load_n(&fh->st.dio, __ATOMIC_RELAXED) == AGGIO_DIO_OFF)
     return AGGIO_WAY_CACHE; /* nothing to choose between */
+  *timed = 1;
   pthread_mutex_lock(&fh->dio_lock);
   int way = aggio__dio_pick(&fh->dio_choice, len, probe);
   pthread_mutex_unlock(&fh->dio_lock);
@@ -29,8 +34,6 @@ static int pick_way(aggio_file fh, int64_t len, int *probe) {
 }
 
 static void learn_way(aggio_file fh, int way, int probe, int64_t len, double seconds) {
-  if (fh->hints.direct_min.num > 0)
-    return;
   pthread_mutex_lock(&fh->dio_lock);
   aggio__dio_learn(&fh->dio_choice, way, probe, len, (int64_t)(seconds * 1e9));
   pthread_mutex_unlock(&fh->dio_lock);
@@ -42,13 +45,14 @@ static int write_ranges(struct aggio__op *op) {
   int64_t spos = 0;
   for (size_t i = 0; i < acc->file.n; i++) {
     const struct aggio__extent *x = &acc->file.v[i];
-    int probe, way = pick_way(fh, x->len, &probe);
+    int timed, probe, way = pick_way(fh, x->len, &timed, &probe);
     int flags = way == AGGIO_WAY_DIRECT ? AGGIO_IO_DIRECT_OK : 0;
-    double t0 = aggio__now();
+    double t0 = timed ? aggio__now() : 0;
     int rc = aggio__pwrite(fh, acc->stream + spos, x->len, x->off, flags, &op->err);
     if (rc != 0)
       return rc;
-    learn_way(fh, way, probe, x->len, aggio__now() - t0);
+    if (timed)
+      learn_way(fh, way, probe, x->len, aggio__now() - t0);
     if (!flags || __atomic_load_n(&fh->st.dio, __ATOMIC_RELAXED) == AGGIO_DIO_OFF)
       aggio__writeback_note(fh, x->off, x->len); /* it went through the page cache */
     spos += x->len;

@@ -13,7 +13,7 @@
 /* A try that took this many times the faster way's time lost by far. */
 #define FAR 4.0
 
-static int in_range(int64_t len) {
+int aggio__dio_measured(int64_t len) {
   return len >= AGGIO_DIO_CHOICE_MIN && len < AGGIO_DIO_CHOICE_MAX;
 }
 
@@ -31,7 +31,7 @@ static int interval(const struct aggio__dio_choice *c) {
 
 int aggio__dio_pick(struct aggio__dio_choice *c, int64_t len, int *probe) {
   *probe = 0;
-  if (!in_range(len))
+  if (!aggio__dio_measured(len))
     return len >= AGGIO_DIO_CHOICE_MAX ? AGGIO_WAY_DIRECT : AGGIO_WAY_CACHE;
   int way = faster(c);
   /* direct is tried right after the first cached request: the first
@@ -47,7 +47,7 @@ int aggio__dio_pick(struct aggio__dio_choice *c, int64_t len, int *probe) {
 
 void aggio__dio_learn(struct aggio__dio_choice *c, int way, int probe, int64_t len,
                       int64_t ns) {
-  if (!in_range(len) || ns < 0 || (way != AGGIO_WAY_CACHE && way != AGGIO_WAY_DIRECT))
+  if (!aggio__dio_measured(len) || ns < 0 || (way != AGGIO_WAY_CACHE && way != AGGIO_WAY_DIRECT))
     return;
   int before = faster(c);
   double sample = (double)ns / (double)len, *avg = &c->ns_per_byte[way];

@@ -49,6 +49,9 @@ struct aggio__dio_choice {
   int interval;          /* requests between two tries (0: AGGIO_DIO_PROBE_FIRST) */
 };
 
+/* Whether requests of `len` bytes are chosen by measurement (only those
+ * need timing). */
+int aggio__dio_measured(int64_t len);
 /* The way for the next request of `len` bytes; *probe says that it tries
  * the slower way (hand it back to aggio__dio_learn).  Outside the measured
  * range the fixed rule answers, and nothing changes. */
